@@ -55,13 +55,15 @@ func (c *Conn) Finish(ctx context.Context) error {
 		return nil
 	}
 	defer c.nc.Close()
-	if c.haveBarrier {
-		if _, err := c.exchangeKey(ctx, "close handshake", c.barrier, c.opts.IOTimeout); err != nil {
-			c.finished = true
-			return err
-		}
+	if !c.haveBarrier {
+		c.finished = true
+		return nil
 	}
+	_, err := c.exchangeKey(ctx, "close handshake", c.barrier, c.opts.IOTimeout)
 	c.finished = true
+	if err != nil {
+		return err
+	}
 	d := min(c.opts.IOTimeout, drainTimeout)
 	c.nc.SetDeadline(time.Now().Add(d))
 	if _, err := c.nc.Write(doneMessage); err != nil {
