@@ -1,0 +1,262 @@
+package roce
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
+
+// The ICRC (IBA annex A17, Linux drivers/infiniband/sw/rxe/rxe_icrc.c) is the
+// standard CRC-32 (IEEE 802.3 polynomial, reflected, initial value all ones,
+// final inversion) of
+//
+//	8 bytes of 0xff                        (stands in for the masked LRH)
+//	IP header   IPv4: TOS, TTL, header checksum set to all ones
+//	            IPv6: traffic class, flow label, hop limit set to all ones
+//	UDP header  checksum set to 0xffff
+//	BTH         byte 4 (FECN, BECN, reserved) set to 0xff
+//	the rest of the packet up to the ICRC: extension headers, payload, pad
+//
+// stored after the pad least-significant byte first. Ethernet and VLAN
+// headers are not covered. Everything else in the IPv4 header is covered,
+// the identification field included.
+
+// icrcSeed is the CRC state after the 8 bytes of 0xff, in hash/crc32's
+// (pre-inverted) convention.
+var icrcSeed = crc32.Update(0, crc32.IEEETable, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+
+var (
+	errICRCShort = newErr("icrc", "packet shorter than BTH and ICRC", ErrTooShort)
+	errICRCIP    = newErr("icrc", "IP header is neither a 20-byte IPv4 nor a 40-byte IPv6 header", ErrUnsupported)
+	errICRCLong  = newErr("icrc", "packet too long for the IP and UDP length fields", ErrLength)
+)
+
+// icrcFinish continues the CRC over the masked BTH and the rest of pkt, the
+// transport part including its trailing 4-byte ICRC field, which it skips.
+func icrcFinish(crc uint32, pkt []byte) uint32 {
+	var bth [BTHLen]byte
+	copy(bth[:], pkt[:BTHLen])
+	bth[4] = 0xff
+	crc = crc32.Update(crc, crc32.IEEETable, bth[:])
+	return crc32.Update(crc, crc32.IEEETable, pkt[BTHLen:len(pkt)-ICRCLen])
+}
+
+// maskIPv4UDP masks the variant fields of a 28-byte IPv4+UDP header copy.
+func maskIPv4UDP(h *[IPv4Len + UDPLen]byte) {
+	h[1] = 0xff                             // TOS
+	h[8] = 0xff                             // TTL
+	h[10], h[11] = 0xff, 0xff               // header checksum
+	h[IPv4Len+6], h[IPv4Len+7] = 0xff, 0xff // UDP checksum
+}
+
+// maskIPv6UDP masks the variant fields of a 48-byte IPv6+UDP header copy.
+func maskIPv6UDP(h *[IPv6Len + UDPLen]byte) {
+	h[0] |= 0x0f                            // traffic class, high nibble
+	h[1], h[2], h[3] = 0xff, 0xff, 0xff     // traffic class low nibble, flow label
+	h[7] = 0xff                             // hop limit
+	h[IPv6Len+6], h[IPv6Len+7] = 0xff, 0xff // UDP checksum
+}
+
+// ICRCIPv4 returns the ICRC of the RoCEv2 packet pkt (the UDP payload: BTH
+// through the 4-byte ICRC field, whose content is ignored) carried with the
+// IPv4 and UDP headers ip and udp, taken exactly as given (lengths
+// included).
+func ICRCIPv4(ip *IPv4, udp *UDP, pkt []byte) (uint32, error) {
+	if len(pkt) < MinPacketLen {
+		return 0, errICRCShort
+	}
+	var h [IPv4Len + UDPLen]byte
+	if err := ip.Marshal(h[:]); err != nil {
+		return 0, err
+	}
+	_ = udp.Marshal(h[IPv4Len:])
+	maskIPv4UDP(&h)
+	return icrcFinish(crc32.Update(icrcSeed, crc32.IEEETable, h[:]), pkt), nil
+}
+
+// ICRCIPv6 is ICRCIPv4 for IPv6.
+func ICRCIPv6(ip *IPv6, udp *UDP, pkt []byte) (uint32, error) {
+	if len(pkt) < MinPacketLen {
+		return 0, errICRCShort
+	}
+	var h [IPv6Len + UDPLen]byte
+	if err := ip.Marshal(h[:]); err != nil {
+		return 0, err
+	}
+	_ = udp.Marshal(h[IPv6Len:])
+	maskIPv6UDP(&h)
+	return icrcFinish(crc32.Update(icrcSeed, crc32.IEEETable, h[:]), pkt), nil
+}
+
+// ICRCRaw returns the ICRC of pkt (BTH through the ICRC field) given the raw
+// IP header (a 20-byte IPv4 header or a 40-byte IPv6 header, told apart by
+// length and version) and the raw 8-byte UDP header as they appear on the
+// wire. It is what a receiver uses to check a captured frame.
+func ICRCRaw(ipHdr, udpHdr, pkt []byte) (uint32, error) {
+	if len(pkt) < MinPacketLen || len(udpHdr) < UDPLen {
+		return 0, errICRCShort
+	}
+	switch {
+	case len(ipHdr) == IPv4Len && ipHdr[0]>>4 == 4:
+		var h [IPv4Len + UDPLen]byte
+		copy(h[:], ipHdr)
+		copy(h[IPv4Len:], udpHdr[:UDPLen])
+		maskIPv4UDP(&h)
+		return icrcFinish(crc32.Update(icrcSeed, crc32.IEEETable, h[:]), pkt), nil
+	case len(ipHdr) == IPv6Len && ipHdr[0]>>4 == 6:
+		var h [IPv6Len + UDPLen]byte
+		copy(h[:], ipHdr)
+		copy(h[IPv6Len:], udpHdr[:UDPLen])
+		maskIPv6UDP(&h)
+		return icrcFinish(crc32.Update(icrcSeed, crc32.IEEETable, h[:]), pkt), nil
+	}
+	return 0, errICRCIP
+}
+
+// StoredICRC returns the ICRC stored in the last 4 bytes of pkt, or 0 if
+// pkt is shorter than 4 bytes.
+func StoredICRC(pkt []byte) uint32 {
+	if len(pkt) < ICRCLen {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(pkt[len(pkt)-ICRCLen:])
+}
+
+// PutICRC stores crc in the last 4 bytes of pkt, least-significant byte
+// first. It does nothing if pkt is shorter than 4 bytes.
+func PutICRC(pkt []byte, crc uint32) {
+	if len(pkt) >= ICRCLen {
+		binary.LittleEndian.PutUint32(pkt[len(pkt)-ICRCLen:], crc)
+	}
+}
+
+// IPv4Path is what a sender on a UDP socket knows of the IPv4 and UDP
+// headers the kernel will put in front of its RoCEv2 packets, which is all
+// the ICRC needs: the fields the ICRC masks (TOS, TTL, checksums) and the
+// lengths (derived from the packet) need not be known.
+//
+// The one field the sender cannot choose is the IP identification. Linux
+// sets it to 0 for a datagram with DF set sent on an unconnected UDP socket
+// with IP_MTU_DISCOVER = IP_PMTUDISC_DO, and to an incrementing per-socket
+// counter on a connected socket; the caller must pass the value the kernel
+// will use.
+type IPv4Path struct {
+	Src, Dst     [4]byte
+	SrcPort      uint16 // see UDPSourcePort
+	DstPort      uint16 // UDPPort (4791) for RoCEv2
+	DontFragment bool   // whether the kernel sets DF (it does under IP_PMTUDISC_DO)
+}
+
+// Headers returns the IPv4 and UDP headers the path implies for a packet
+// (UDP payload) of pktLen bytes with identification id: TOS 0, TTL 64, UDP
+// checksum 0 and a correct IPv4 header checksum. The ICRC does not depend on
+// TOS, TTL or the checksums.
+func (p *IPv4Path) Headers(id uint16, pktLen int) (IPv4, UDP) {
+	ip := IPv4{ID: id, TTL: 64, Protocol: ProtoUDP, Src: p.Src, Dst: p.Dst, Length: uint16(IPv4Len + UDPLen + pktLen)}
+	if p.DontFragment {
+		ip.Flags = IPv4DontFragment
+	}
+	var h [IPv4Len]byte
+	_ = ip.Marshal(h[:])
+	ip.Checksum = IPv4Checksum(h[:])
+	return ip, UDP{SrcPort: p.SrcPort, DstPort: p.DstPort, Length: uint16(UDPLen + pktLen)}
+}
+
+// ICRC returns the ICRC of pkt (BTH through the 4-byte ICRC field, whose
+// content is ignored) sent on the path with IP identification id.
+func (p *IPv4Path) ICRC(id uint16, pkt []byte) (uint32, error) {
+	if len(pkt) < MinPacketLen {
+		return 0, errICRCShort
+	}
+	if len(pkt) > 0xffff-IPv4Len-UDPLen {
+		return 0, errICRCLong
+	}
+	var h [IPv4Len + UDPLen]byte
+	h[0] = 0x45
+	binary.BigEndian.PutUint16(h[2:], uint16(IPv4Len+UDPLen+len(pkt)))
+	binary.BigEndian.PutUint16(h[4:], id)
+	if p.DontFragment {
+		h[6] = IPv4DontFragment << 5
+	}
+	h[9] = ProtoUDP
+	copy(h[12:16], p.Src[:])
+	copy(h[16:20], p.Dst[:])
+	binary.BigEndian.PutUint16(h[20:], p.SrcPort)
+	binary.BigEndian.PutUint16(h[22:], p.DstPort)
+	binary.BigEndian.PutUint16(h[24:], uint16(UDPLen+len(pkt)))
+	maskIPv4UDP(&h)
+	return icrcFinish(crc32.Update(icrcSeed, crc32.IEEETable, h[:]), pkt), nil
+}
+
+// Seal computes the ICRC of pkt as ICRC does and stores it in pkt's last 4
+// bytes.
+func (p *IPv4Path) Seal(id uint16, pkt []byte) error {
+	crc, err := p.ICRC(id, pkt)
+	if err != nil {
+		return err
+	}
+	PutICRC(pkt, crc)
+	return nil
+}
+
+// IPv6Path is IPv4Path for IPv6. Every IPv6 header field the ICRC covers is
+// known to the sender (traffic class, flow label and hop limit are masked),
+// so there is no identification to predict.
+type IPv6Path struct {
+	Src, Dst [16]byte
+	SrcPort  uint16
+	DstPort  uint16
+}
+
+// ICRC returns the ICRC of pkt (BTH through the 4-byte ICRC field, whose
+// content is ignored) sent on the path.
+func (p *IPv6Path) ICRC(pkt []byte) (uint32, error) {
+	if len(pkt) < MinPacketLen {
+		return 0, errICRCShort
+	}
+	if len(pkt) > 0xffff-UDPLen {
+		return 0, errICRCLong
+	}
+	var h [IPv6Len + UDPLen]byte
+	h[0] = 0x60
+	binary.BigEndian.PutUint16(h[4:], uint16(UDPLen+len(pkt)))
+	h[6] = ProtoUDP
+	copy(h[8:24], p.Src[:])
+	copy(h[24:40], p.Dst[:])
+	binary.BigEndian.PutUint16(h[40:], p.SrcPort)
+	binary.BigEndian.PutUint16(h[42:], p.DstPort)
+	binary.BigEndian.PutUint16(h[44:], uint16(UDPLen+len(pkt)))
+	maskIPv6UDP(&h)
+	return icrcFinish(crc32.Update(icrcSeed, crc32.IEEETable, h[:]), pkt), nil
+}
+
+// Seal computes the ICRC of pkt and stores it in pkt's last 4 bytes.
+func (p *IPv6Path) Seal(pkt []byte) error {
+	crc, err := p.ICRC(pkt)
+	if err != nil {
+		return err
+	}
+	PutICRC(pkt, crc)
+	return nil
+}
+
+// FlowLabel returns the flow label Linux derives from a QP pair when none is
+// configured (rdma_calc_flow_label): the 20-bit fold of lqpn*rqpn.
+func FlowLabel(lqpn, rqpn uint32) uint32 {
+	v := uint64(lqpn) * uint64(rqpn)
+	v ^= v >> 20
+	v ^= v >> 40
+	return uint32(v & 0xfffff)
+}
+
+// UDPSourcePort returns the RoCEv2 UDP source port for a flow label, as
+// Linux and RoCE NICs compute it (rdma_get_udp_sport): when flowLabel is 0
+// it is first derived from the QP numbers with FlowLabel; the low 14 bits of
+// the label are XORed with its top 6 bits and placed in 0xc000-0xffff.
+func UDPSourcePort(flowLabel, lqpn, rqpn uint32) uint16 {
+	fl := flowLabel & 0xfffff
+	if fl == 0 {
+		fl = FlowLabel(lqpn, rqpn)
+	}
+	low := fl&0x3fff ^ (fl&0xfc000)>>14
+	return uint16(low | 0xc000)
+}
