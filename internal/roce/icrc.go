@@ -30,13 +30,26 @@ var (
 	errICRCLong  = newErr("icrc", "packet too long for the IP and UDP length fields", ErrLength)
 )
 
+// updateSmall is crc32.Update(crc, crc32.IEEETable, p) done byte by byte.
+// The masked header copies live on the caller's stack; handing them to
+// crc32.Update would make them escape (it dispatches through a function
+// value), so the few dozen header bytes go through this loop instead.
+func updateSmall(crc uint32, p []byte) uint32 {
+	tab := crc32.IEEETable
+	crc = ^crc
+	for _, v := range p {
+		crc = tab[byte(crc)^v] ^ crc>>8
+	}
+	return ^crc
+}
+
 // icrcFinish continues the CRC over the masked BTH and the rest of pkt, the
 // transport part including its trailing 4-byte ICRC field, which it skips.
 func icrcFinish(crc uint32, pkt []byte) uint32 {
 	var bth [BTHLen]byte
 	copy(bth[:], pkt[:BTHLen])
 	bth[4] = 0xff
-	crc = crc32.Update(crc, crc32.IEEETable, bth[:])
+	crc = updateSmall(crc, bth[:])
 	return crc32.Update(crc, crc32.IEEETable, pkt[BTHLen:len(pkt)-ICRCLen])
 }
 
@@ -70,7 +83,7 @@ func ICRCIPv4(ip *IPv4, udp *UDP, pkt []byte) (uint32, error) {
 	}
 	_ = udp.Marshal(h[IPv4Len:])
 	maskIPv4UDP(&h)
-	return icrcFinish(crc32.Update(icrcSeed, crc32.IEEETable, h[:]), pkt), nil
+	return icrcFinish(updateSmall(icrcSeed, h[:]), pkt), nil
 }
 
 // ICRCIPv6 is ICRCIPv4 for IPv6.
@@ -84,7 +97,7 @@ func ICRCIPv6(ip *IPv6, udp *UDP, pkt []byte) (uint32, error) {
 	}
 	_ = udp.Marshal(h[IPv6Len:])
 	maskIPv6UDP(&h)
-	return icrcFinish(crc32.Update(icrcSeed, crc32.IEEETable, h[:]), pkt), nil
+	return icrcFinish(updateSmall(icrcSeed, h[:]), pkt), nil
 }
 
 // ICRCRaw returns the ICRC of pkt (BTH through the ICRC field) given the raw
@@ -101,13 +114,13 @@ func ICRCRaw(ipHdr, udpHdr, pkt []byte) (uint32, error) {
 		copy(h[:], ipHdr)
 		copy(h[IPv4Len:], udpHdr[:UDPLen])
 		maskIPv4UDP(&h)
-		return icrcFinish(crc32.Update(icrcSeed, crc32.IEEETable, h[:]), pkt), nil
+		return icrcFinish(updateSmall(icrcSeed, h[:]), pkt), nil
 	case len(ipHdr) == IPv6Len && ipHdr[0]>>4 == 6:
 		var h [IPv6Len + UDPLen]byte
 		copy(h[:], ipHdr)
 		copy(h[IPv6Len:], udpHdr[:UDPLen])
 		maskIPv6UDP(&h)
-		return icrcFinish(crc32.Update(icrcSeed, crc32.IEEETable, h[:]), pkt), nil
+		return icrcFinish(updateSmall(icrcSeed, h[:]), pkt), nil
 	}
 	return 0, errICRCIP
 }
@@ -184,7 +197,7 @@ func (p *IPv4Path) ICRC(id uint16, pkt []byte) (uint32, error) {
 	binary.BigEndian.PutUint16(h[22:], p.DstPort)
 	binary.BigEndian.PutUint16(h[24:], uint16(UDPLen+len(pkt)))
 	maskIPv4UDP(&h)
-	return icrcFinish(crc32.Update(icrcSeed, crc32.IEEETable, h[:]), pkt), nil
+	return icrcFinish(updateSmall(icrcSeed, h[:]), pkt), nil
 }
 
 // Seal computes the ICRC of pkt as ICRC does and stores it in pkt's last 4
@@ -226,7 +239,7 @@ func (p *IPv6Path) ICRC(pkt []byte) (uint32, error) {
 	binary.BigEndian.PutUint16(h[42:], p.DstPort)
 	binary.BigEndian.PutUint16(h[44:], uint16(UDPLen+len(pkt)))
 	maskIPv6UDP(&h)
-	return icrcFinish(crc32.Update(icrcSeed, crc32.IEEETable, h[:]), pkt), nil
+	return icrcFinish(updateSmall(icrcSeed, h[:]), pkt), nil
 }
 
 // Seal computes the ICRC of pkt and stores it in pkt's last 4 bytes.

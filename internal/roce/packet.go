@@ -19,7 +19,8 @@ type Packet struct {
 	CNPPad       CNPPad
 
 	// Payload is the message data in this packet, without pad. After
-	// Decode it aliases the decoded buffer.
+	// Decode it aliases the decoded buffer; it is nil for an opcode without
+	// payload and empty but not nil for an empty payload.
 	Payload []byte
 	// ICRC is the invariant CRC as a number: the 4 trailing bytes read
 	// least-significant byte first.
@@ -31,18 +32,18 @@ type Packet struct {
 const MinPacketLen = BTHLen + ICRCLen
 
 var (
-	errPktShort     = newErr("decode packet", "shorter than BTH and ICRC", ErrTooShort)
-	errPktOpcode    = newErr("decode packet", "unknown opcode", ErrUnknownOpcode)
-	errPktTVer      = newErr("decode packet", "BTH TVer is not 0", ErrTVer)
-	errPktHdrShort  = newErr("decode packet", "shorter than the opcode's headers and ICRC", ErrTooShort)
-	errPktAlign     = newErr("decode packet", "length is not a multiple of 4", ErrLength)
-	errPktTrailing  = newErr("decode packet", "bytes after the headers of an opcode without payload", ErrLength)
-	errPktPadNoPay  = newErr("decode packet", "PadCnt is not 0 on an opcode without payload", ErrPadCount)
-	errPktPadLong   = newErr("decode packet", "PadCnt exceeds the bytes after the headers", ErrPadCount)
-	errEncOpcode    = newErr("encode packet", "unknown opcode", ErrUnknownOpcode)
-	errEncPayload   = newErr("encode packet", "payload on an opcode without payload", ErrLength)
-	errEncBuf       = newErr("encode packet", "buffer shorter than the packet", ErrShortBuffer)
-	errEncTooLong   = newErr("encode packet", "packet longer than a UDP datagram can carry", ErrLength)
+	errPktShort    = newErr("decode packet", "shorter than BTH and ICRC", ErrTooShort)
+	errPktOpcode   = newErr("decode packet", "unknown opcode", ErrUnknownOpcode)
+	errPktTVer     = newErr("decode packet", "BTH TVer is not 0", ErrTVer)
+	errPktHdrShort = newErr("decode packet", "shorter than the opcode's headers and ICRC", ErrTooShort)
+	errPktAlign    = newErr("decode packet", "length is not a multiple of 4", ErrLength)
+	errPktTrailing = newErr("decode packet", "bytes after the headers of an opcode without payload", ErrLength)
+	errPktPadNoPay = newErr("decode packet", "PadCnt is not 0 on an opcode without payload", ErrPadCount)
+	errPktPadLong  = newErr("decode packet", "PadCnt exceeds the bytes after the headers", ErrPadCount)
+	errEncOpcode   = newErr("encode packet", "unknown opcode", ErrUnknownOpcode)
+	errEncPayload  = newErr("encode packet", "payload on an opcode without payload", ErrLength)
+	errEncBuf      = newErr("encode packet", "buffer shorter than the packet", ErrShortBuffer)
+	errEncTooLong  = newErr("encode packet", "packet longer than a UDP datagram can carry", ErrLength)
 )
 
 // maxTransportLen is the largest UDP payload a UDP length field can describe.
@@ -115,10 +116,13 @@ func (p *Packet) Decode(b []byte) error {
 		if pad != 0 {
 			return errPktPadNoPay
 		}
-	} else if pad > rest {
-		return errPktPadLong
+		p.Payload = nil
+	} else {
+		if pad > rest {
+			return errPktPadLong
+		}
+		p.Payload = b[off : end-pad : end-pad]
 	}
-	p.Payload = b[off : end-pad : end-pad]
 	p.ICRC = binary.LittleEndian.Uint32(b[end:])
 	return nil
 }
