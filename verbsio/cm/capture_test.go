@@ -260,47 +260,9 @@ func TestCaptureReplay(t *testing.T) {
 // verdict arrives on the returned channel once the Conn has closed.
 func replayPair(t *testing.T, ctx context.Context, oursIsServer bool, opts Options, sizes []int, send, want []byte) (*Conn, <-chan error) {
 	t.Helper()
-	errc := make(chan error, 1)
-	if oursIsServer {
-		ln, err := Listen(ctx, "127.0.0.1:0", opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			var d net.Dialer
-			nc, err := d.DialContext(ctx, "tcp", ln.Addr().String())
-			if err != nil {
-				errc <- err
-				return
-			}
-			defer nc.Close()
-			errc <- replay(nc, true, sizes, send, want)
-		}()
-		conn, err := ln.Accept(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return conn, errc
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer ln.Close()
-		nc, err := ln.Accept()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer nc.Close()
-		errc <- replay(nc, false, sizes, send, want)
-	}()
-	conn, err := Dial(ctx, ln.Addr().String(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return conn, errc
+	return rawPair(t, ctx, oursIsServer, opts, func(nc net.Conn) error {
+		return replay(nc, oursIsServer, sizes, send, want)
+	})
 }
 
 // replay plays one side of a recorded session on nc.

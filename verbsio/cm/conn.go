@@ -142,11 +142,16 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	}
 	nc, err := l.ln.Accept()
 	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			_, port, _ := net.SplitHostPort(l.addr)
-			return nil, newError(fmt.Sprintf("accept on %s: no client connected before the wait ended (%v); start the client against this host with port %s", l.addr, cerr, port), cerr, err)
+		cerr := ctx.Err()
+		if _, ok := ctx.Deadline(); ok && cerr == nil && errors.Is(err, os.ErrDeadlineExceeded) {
+			cerr = context.DeadlineExceeded // the socket deadline fired just before ctx's timer
 		}
-		return nil, fmt.Errorf("accept on %s: %w", l.addr, err)
+		addr := l.ln.Addr().String()
+		if cerr != nil {
+			_, port, _ := net.SplitHostPort(addr)
+			return nil, newError(fmt.Sprintf("accept on %s: no client connected before the wait ended (%v); start the client against this host with port %s", addr, cerr, port), cerr, err)
+		}
+		return nil, fmt.Errorf("accept on %s: %w", addr, err)
 	}
 	return newConn(nc, true, l.opts), nil
 }
@@ -286,63 +291,70 @@ func (c *Conn) swapBytes(ctx context.Context, step, what string, out, in []byte,
 		})
 }
 
-// arm sets the deadline for one message and makes ctx cancellation
-// interrupt it. The returned function must be called when the I/O is done.
-func (c *Conn) arm(ctx context.Context, set func(time.Time) error, wait time.Duration) (func() bool, error) {
+// arm sets the deadline for one message: wait from now, or ctx's deadline
+// if that comes first (capped reports which), and makes ctx cancellation
+// interrupt the I/O. The returned stop function must be called when the
+// I/O is done.
+func (c *Conn) arm(ctx context.Context, set func(time.Time) error, wait time.Duration) (stop func() bool, capped bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	dl := time.Now().Add(wait)
 	if cdl, ok := ctx.Deadline(); ok && cdl.Before(dl) {
-		dl = cdl
+		dl, capped = cdl, true
 	}
 	set(dl)
-	stop := context.AfterFunc(ctx, func() { set(aLongTimeAgo) })
+	stop = context.AfterFunc(ctx, func() { set(aLongTimeAgo) })
 	// A cancellation that landed before AfterFunc was registered would be
 	// undone by set(dl); check again now that the hook is in place.
 	if err := ctx.Err(); err != nil {
 		stop()
-		return nil, err
+		return nil, false, err
 	}
-	return stop, nil
+	return stop, capped, nil
 }
 
 // send writes one message with a single Write, as perftest does.
 func (c *Conn) send(ctx context.Context, step, what string, b []byte) error {
-	stop, err := c.arm(ctx, c.nc.SetWriteDeadline, c.opts.IOTimeout)
+	stop, capped, err := c.arm(ctx, c.nc.SetWriteDeadline, c.opts.IOTimeout)
 	if err != nil {
 		return newError(fmt.Sprintf("%s: sending our %s: %v", step, what, err), err)
 	}
 	defer stop()
 	n, err := c.nc.Write(b)
 	if err != nil {
-		return c.ioError(ctx, step, what, true, n, len(b), c.opts.IOTimeout, err)
+		return c.ioError(ctx, capped, step, what, true, n, len(b), c.opts.IOTimeout, err)
 	}
 	return nil
 }
 
 // recv reads exactly len(b) bytes, across short reads, within wait.
 func (c *Conn) recv(ctx context.Context, step, what string, b []byte, wait time.Duration) (int, error) {
-	stop, err := c.arm(ctx, c.nc.SetReadDeadline, wait)
+	stop, capped, err := c.arm(ctx, c.nc.SetReadDeadline, wait)
 	if err != nil {
 		return 0, newError(fmt.Sprintf("%s: waiting for the peer's %s: %v", step, what, err), err)
 	}
 	defer stop()
 	n, err := io.ReadFull(c.nc, b)
 	if err != nil {
-		return n, c.ioError(ctx, step, what, false, n, len(b), wait, err)
+		return n, c.ioError(ctx, capped, step, what, false, n, len(b), wait, err)
 	}
 	return n, nil
 }
 
 // ioError turns a failed send or receive into an error that names the step,
 // says what happened to the peer and what to do about it.
-func (c *Conn) ioError(ctx context.Context, step, what string, sending bool, n, want int, wait time.Duration, err error) error {
+// capped says the deadline was ctx's rather than wait.
+func (c *Conn) ioError(ctx context.Context, capped bool, step, what string, sending bool, n, want int, wait time.Duration, err error) error {
 	doing := fmt.Sprintf("waiting for the peer's %s (got %d of %d bytes)", what, n, want)
 	if sending {
 		doing = fmt.Sprintf("sending our %s", what)
 	}
-	if cerr := ctx.Err(); cerr != nil {
+	cerr := ctx.Err()
+	if cerr == nil && capped && errors.Is(err, os.ErrDeadlineExceeded) {
+		cerr = context.DeadlineExceeded // the socket deadline fired just before ctx's timer
+	}
+	if cerr != nil {
 		return newError(fmt.Sprintf("%s: %s: %v", step, doing, cerr), cerr, err)
 	}
 	switch {

@@ -2,6 +2,7 @@ package cm
 
 import (
 	"context"
+	"net"
 	"os"
 	"sync"
 	"testing"
@@ -36,6 +37,57 @@ func pair(t *testing.T, ctx context.Context, srvOpts, cliOpts Options) (srv, cli
 	}
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	return srv, cli
+}
+
+// rawPair connects a Conn of this package to a raw TCP peer over
+// 127.0.0.1; the peer runs script on its end, as the client when
+// rawIsClient, else as the server. The script's result arrives on the
+// returned channel; the raw connection is closed after the script.
+func rawPair(t *testing.T, ctx context.Context, rawIsClient bool, opts Options, script func(net.Conn) error) (*Conn, <-chan error) {
+	t.Helper()
+	errc := make(chan error, 1)
+	if rawIsClient {
+		ln, err := Listen(ctx, "127.0.0.1:0", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			var d net.Dialer
+			nc, err := d.DialContext(ctx, "tcp", ln.Addr().String())
+			if err != nil {
+				errc <- err
+				return
+			}
+			defer nc.Close()
+			errc <- script(nc)
+		}()
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn, errc
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer ln.Close()
+		nc, err := ln.Accept()
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer nc.Close()
+		errc <- script(nc)
+	}()
+	conn, err := Dial(ctx, ln.Addr().String(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn, errc
 }
 
 // both runs the server's and the client's part of a session concurrently

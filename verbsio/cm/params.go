@@ -105,20 +105,24 @@ func (c *Conn) swapParams(ctx context.Context, local Params) (Params, error) {
 }
 
 // checkParams compares the two sides' parameters and returns one error that
-// lists every symmetric field that differs, from the client's and the
-// server's point of view.
+// lists every symmetric field that differs, with the client's and the
+// server's values. Both sides compose the same text.
 func checkParams(server bool, local, remote Params) error {
-	lf := indexFields(local.Fields)
-	rf := indexFields(remote.Fields)
-	var flags []string
-	add := func(fs []Field) {
+	cli, srv := local, remote
+	if server {
+		cli, srv = remote, local
+	}
+	cf := indexFields(cli.Fields)
+	sf := indexFields(srv.Fields)
+	var flags []string // mismatched, in the client's order, then the server's
+	for _, fs := range [][]Field{cli.Fields, srv.Fields} {
 		for _, f := range fs {
-			l, lok := lf[f.Flag]
-			r, rok := rf[f.Flag]
-			if !(lok && l.Symmetric) && !(rok && r.Symmetric) {
+			c, cok := cf[f.Flag]
+			s, sok := sf[f.Flag]
+			if !(cok && c.Symmetric) && !(sok && s.Symmetric) {
 				continue
 			}
-			if lok == rok && l.Value == r.Value {
+			if cok == sok && c.Value == s.Value {
 				continue
 			}
 			if !slices.Contains(flags, f.Flag) {
@@ -126,14 +130,8 @@ func checkParams(server bool, local, remote Params) error {
 			}
 		}
 	}
-	add(local.Fields)
-	add(remote.Fields)
-	if local.Test == remote.Test && len(flags) == 0 {
+	if cli.Test == srv.Test && len(flags) == 0 {
 		return nil
-	}
-	cli, srv := local, remote
-	if server {
-		cli, srv = remote, local
 	}
 	return newError(fmt.Sprintf("peers disagree: client runs %s, server runs %s; start both with the same flags",
 		describe(cli, flags), describe(srv, flags)), ErrIncompatible)

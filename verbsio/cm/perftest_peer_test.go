@@ -136,10 +136,38 @@ func (f *fakePerftest) handShake(nc net.Conn) error {
 	return nil
 }
 
-// run plays ib_write_bw's main(): versions, sys-data, MTU, per-QP keys, the
+// run plays ib_write_bw's main(): handshake, per-QP keys, the
 // extra print-remote exchange, the after-RTR exchange, the end-of-run
 // exchange, the BW report, the closing exchange and "done".
 func (f *fakePerftest) run(nc net.Conn) error {
+	if err := f.handshake(nc); err != nil {
+		return err
+	}
+	for range 4 {
+		if err := f.handShake(nc); err != nil {
+			return err
+		}
+	}
+	for i, v := range f.report {
+		in, err := f.xchg(nc, binary.BigEndian.AppendUint64(nil, v), 8)
+		if err != nil {
+			return fmt.Errorf("report field %d: %w", i, err)
+		}
+		f.gotReport[i] = binary.BigEndian.Uint64(in)
+	}
+	if err := f.handShake(nc); err != nil {
+		return err
+	}
+	if f.sendsDone {
+		if _, err := nc.Write([]byte("done\x00")); err != nil {
+			return fmt.Errorf("done: %w", err)
+		}
+	}
+	return nc.Close() // without reading: perftest never reads the peer's "done"
+}
+
+// handshake plays exchange_versions(), check_sys_data() and check_mtu().
+func (f *fakePerftest) handshake(nc net.Conn) error {
 	nc.SetDeadline(time.Now().Add(5 * time.Second))
 	ver := make([]byte, 16)
 	copy(ver, f.version)
@@ -163,27 +191,7 @@ func (f *fakePerftest) run(nc net.Conn) error {
 		return fmt.Errorf("mtu: %w", err)
 	}
 	f.gotMTU = strings.TrimRight(string(in), "\x00")
-	for range 4 {
-		if err := f.handShake(nc); err != nil {
-			return err
-		}
-	}
-	for i, v := range f.report {
-		in, err := f.xchg(nc, binary.BigEndian.AppendUint64(nil, v), 8)
-		if err != nil {
-			return fmt.Errorf("report field %d: %w", i, err)
-		}
-		f.gotReport[i] = binary.BigEndian.Uint64(in)
-	}
-	if err := f.handShake(nc); err != nil {
-		return err
-	}
-	if f.sendsDone {
-		if _, err := nc.Write([]byte("done\x00")); err != nil {
-			return fmt.Errorf("done: %w", err)
-		}
-	}
-	return nc.Close() // without reading: perftest never reads the peer's "done"
+	return nil
 }
 
 // TestPerftestPeer runs a full write-BW session against the fake perftest,
@@ -294,46 +302,5 @@ func TestPerftestPeer(t *testing.T) {
 // role the fake does not. The fake's result arrives on the channel.
 func fakePair(t *testing.T, ctx context.Context, fake *fakePerftest) (*Conn, <-chan error) {
 	t.Helper()
-	errc := make(chan error, 1)
-	opts := Options{IOTimeout: 5 * time.Second}
-	if fake.isClient {
-		ln, err := Listen(ctx, "127.0.0.1:0", opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			var d net.Dialer
-			nc, err := d.DialContext(ctx, "tcp", ln.Addr().String())
-			if err != nil {
-				errc <- err
-				return
-			}
-			defer nc.Close()
-			errc <- fake.run(nc)
-		}()
-		conn, err := ln.Accept(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return conn, errc
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer ln.Close()
-		nc, err := ln.Accept()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer nc.Close()
-		errc <- fake.run(nc)
-	}()
-	conn, err := Dial(ctx, ln.Addr().String(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return conn, errc
+	return rawPair(t, ctx, fake.isClient, Options{IOTimeout: 5 * time.Second}, fake.run)
 }
