@@ -1,0 +1,193 @@
+package verbsio
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Provider is a source of devices: the built-in software engine, the
+// hardware provider over libibverbs, ... Providers register with Register.
+type Provider interface {
+	// Name is the provider's short name, e.g. "soft" or "ibverbs".
+	Name() string
+	// Devices lists the provider's devices on this machine.
+	Devices() ([]DeviceInfo, error)
+	// Open opens the named device.
+	Open(name string) (ContextImpl, error)
+}
+
+// DeviceInfo describes a device before it is opened.
+type DeviceInfo struct {
+	Name      string // e.g. "shm0", "udp_lo", "mlx5_0"
+	Provider  string // the provider's Name
+	Fabric    string // for built-in devices: "shm", "udp" or "raw"
+	Transport string // "InfiniBand" (for IB and RoCE), "iWARP", "engine"
+	NodeGUID  uint64
+	Netdev    string // bound network device, if any
+	Ports     int
+}
+
+// ContextImpl is what a provider implements for an open device.
+type ContextImpl interface {
+	QueryDevice() (DeviceAttr, error)
+	QueryPort(port uint8) (PortAttr, error)
+	QueryGIDTable(port uint8) ([]GIDEntry, error)
+	AllocPD() (PDImpl, error)
+	CreateCQ(attr CQInitAttr) (CQImpl, error)
+	// Alloc returns memory suited to registration (for the built-in engine,
+	// memory a peer process can reach). Free releases it.
+	Alloc(length int) ([]byte, error)
+	Free(buf []byte) error
+	Close() error
+}
+
+// PDImpl is a provider's protection domain.
+type PDImpl interface {
+	RegMR(buf []byte, access Access) (MRImpl, error)
+	CreateQP(attr QPInitAttr) (QPImpl, error)
+	CreateSRQ(attr SRQInitAttr) (SRQImpl, error)
+	CreateAH(attr AHAttr) (AHImpl, error)
+	Dealloc() error
+}
+
+// MRImpl is a provider's memory region.
+type MRImpl interface {
+	LKey() uint32
+	RKey() uint32
+	Dereg() error
+}
+
+// CQImpl is a provider's completion queue.
+type CQImpl interface {
+	// Poll writes up to len(wcs) completions and returns how many.
+	Poll(wcs []WC) (int, error)
+	// Wait blocks until the CQ is not empty or timeout passes (ErrTimeout).
+	Wait(timeout time.Duration) error
+	// Depth is the number of entries granted.
+	Depth() int
+	Destroy() error
+}
+
+// QPImpl is a provider's queue pair.
+type QPImpl interface {
+	QPN() uint32
+	Cap() QPCap
+	Modify(attr *QPAttr, mask QPAttrMask) error
+	Query() (QPAttr, error)
+	PostSend(wrs []SendWR) (int, error)
+	PostRecv(wrs []RecvWR) (int, error)
+	Destroy() error
+}
+
+// SRQImpl is a provider's shared receive queue.
+type SRQImpl interface {
+	PostRecv(wrs []RecvWR) (int, error)
+	Destroy() error
+}
+
+// AHImpl is a provider's address handle.
+type AHImpl interface {
+	Destroy() error
+}
+
+var registry struct {
+	sync.Mutex
+	providers []Provider
+}
+
+// Register adds a provider. Registering two providers with the same name
+// panics (a programming error at init time).
+func Register(p Provider) {
+	registry.Lock()
+	defer registry.Unlock()
+	for _, q := range registry.providers {
+		if q.Name() == p.Name() {
+			panic("verbsio: provider " + p.Name() + " registered twice")
+		}
+	}
+	registry.providers = append(registry.providers, p)
+	sort.SliceStable(registry.providers, func(i, j int) bool {
+		return registry.providers[i].Name() < registry.providers[j].Name()
+	})
+}
+
+// Providers returns the registered providers.
+func Providers() []Provider {
+	registry.Lock()
+	defer registry.Unlock()
+	return append([]Provider(nil), registry.providers...)
+}
+
+// Device is a device found on this machine (an entry of ibv_get_device_list).
+type Device struct {
+	DeviceInfo
+	provider Provider
+}
+
+// Devices lists the devices of every registered provider. A provider that
+// fails to list is reported in the error while the others' devices are
+// still returned.
+func Devices() ([]*Device, error) {
+	ps := Providers()
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("verbsio: no providers registered; import github.com/rperf/rperf/verbsio/soft for the built-in engine")
+	}
+	var out []*Device
+	var errs []string
+	for _, p := range ps {
+		infos, err := p.Devices()
+		if err != nil {
+			errs = append(errs, p.Name()+": "+err.Error())
+		}
+		for _, in := range infos {
+			out = append(out, &Device{DeviceInfo: in, provider: p})
+		}
+	}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("list devices: %s", strings.Join(errs, "; "))
+	}
+	return out, nil
+}
+
+// LookupDevice finds a device by name.
+func LookupDevice(name string) (*Device, error) {
+	devs, err := Devices()
+	for _, d := range devs {
+		if d.Name == name {
+			return d, nil
+		}
+	}
+	names := make([]string, 0, len(devs))
+	for _, d := range devs {
+		names = append(names, d.Name)
+	}
+	msg := fmt.Sprintf("no RDMA device named %q", name)
+	if len(names) > 0 {
+		msg += "; devices here: " + strings.Join(names, ", ") + " (rdiag devices lists them)"
+	}
+	if err != nil {
+		msg += " (" + err.Error() + ")"
+	}
+	return nil, &Error{Op: "open_device", Errno: 19 /* ENODEV */, Detail: msg}
+}
+
+// Open opens the named device.
+func Open(name string) (*Context, error) {
+	d, err := LookupDevice(name)
+	if err != nil {
+		return nil, err
+	}
+	return d.Open()
+}
+
+// Open opens the device and returns its context.
+func (d *Device) Open() (*Context, error) {
+	impl, err := d.provider.Open(d.Name)
+	if err != nil {
+		return nil, err
+	}
+	return &Context{Device: d.DeviceInfo, impl: impl}, nil
+}

@@ -1,0 +1,283 @@
+package soft
+
+import (
+	"time"
+
+	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/soft/internal/ring"
+	"github.com/rperf/rperf/verbsio/soft/internal/shm"
+	"golang.org/x/sys/unix"
+)
+
+// cq is a completion queue: a completion ring in a shared segment that
+// this process consumes and peers produce into.
+type cq struct {
+	ctx   *Context
+	idx   uint32
+	tag   uint32
+	reg   *region
+	ring  ring.CQ
+	cons  *ring.Consumer
+	depth int
+
+	// Owned by the polling goroutine.
+	qps         []*qp // QPs whose send or receive queue completes here
+	nblocked    int   // QPs with a send blocked at the head (RNR, no response)
+	deadGen     uint32
+	claimedPID  uint32
+	claimedAt   int64
+	overrunSeen bool
+	lostSeen    uint32
+	users       int
+}
+
+var _ verbsio.CQImpl = (*cq)(nil)
+
+// Errors Poll returns; preallocated so the fast path does not allocate.
+var (
+	errCQOverrun = &verbsio.Error{Op: "poll_cq", Errno: unix.EOVERFLOW,
+		Detail: "completion queue overrun: completions were dropped because the CQ was full; create a deeper CQ (-t/-r/-Q) or poll more often"}
+	errCQLost = &verbsio.Error{Op: "poll_cq", Errno: unix.EIO,
+		Detail: "a peer process died while delivering a completion; that completion is lost"}
+	errCQDestroyed = &verbsio.Error{Op: "poll_cq", Errno: unix.EBADF, Detail: "completion queue destroyed"}
+)
+
+// CreateCQ implements verbsio.ContextImpl.
+func (c *Context) CreateCQ(attr verbsio.CQInitAttr) (verbsio.CQImpl, error) {
+	if attr.CQE <= 0 || attr.CQE > shmMaxCQE {
+		return nil, verbsio.Errorf("create_cq", unix.EINVAL, "cqe %d is outside 1..%d", attr.CQE, shmMaxCQE)
+	}
+	depth := pow2(attr.CQE)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkOpen("create_cq"); err != nil {
+		return nil, err
+	}
+	idx := -1
+	for i, q := range c.cqs {
+		if q == nil {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		return nil, verbsio.Errorf("create_cq", unix.ENOMEM, "more than %d completion queues", maxCQ)
+	}
+	reg, err := c.newRegion("rperf-cq", ring.CQSize(depth), false)
+	if err != nil {
+		return nil, err
+	}
+	r, err := ring.InitCQ(reg.seg.Bytes(), depth)
+	if err != nil {
+		c.dropRegion(reg)
+		return nil, verbsio.Errorf("create_cq", unix.EINVAL, "%v", err)
+	}
+	c.cqTag[idx]++
+	if c.cqTag[idx] == 0 {
+		c.cqTag[idx] = 1
+	}
+	q := &cq{ctx: c, idx: uint32(idx), tag: c.cqTag[idx], reg: reg, ring: r, cons: ring.NewConsumer(r), depth: depth,
+		deadGen: c.deadGen.Load()}
+	rec := c.ctrl.cq(q.idx)
+	rec.region.Store(reg.idx + 1)
+	rec.depth.Store(uint32(depth))
+	rec.tag.Store(q.tag)
+	c.cqs[idx] = q
+	return q, nil
+}
+
+func pow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+// Depth implements verbsio.CQImpl.
+func (q *cq) Depth() int { return q.depth }
+
+// Destroy implements verbsio.CQImpl.
+func (q *cq) Destroy() error {
+	c := q.ctx
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q.cons == nil {
+		return verbsio.Errorf("destroy_cq", unix.EINVAL, "completion queue already destroyed")
+	}
+	if q.users > 0 {
+		return verbsio.Errorf("destroy_cq", unix.EBUSY, "%d queue pairs still use the completion queue; destroy them first", q.users)
+	}
+	c.ctrl.cq(q.idx).tag.Store(0)
+	if !c.closed {
+		c.cqs[q.idx] = nil
+		c.dropRegion(q.reg)
+	}
+	q.cons = nil
+	return nil
+}
+
+// Poll implements verbsio.CQImpl.
+func (q *cq) Poll(wcs []verbsio.WC) (int, error) {
+	if q.cons == nil {
+		return 0, errCQDestroyed
+	}
+	if q.nblocked > 0 || q.ctx.deadGen.Load() != q.deadGen {
+		q.progress()
+	}
+	var e ring.CQE
+	n := 0
+	for n < len(wcs) {
+		st, pid := q.cons.Poll(&e)
+		if st == ring.Empty {
+			break
+		}
+		if st == ring.Claimed {
+			q.checkClaimed(pid)
+			break
+		}
+		q.claimedPID = 0
+		q.deliver(&e, &wcs[n])
+		n++
+	}
+	return n, q.ringError()
+}
+
+// ringError reports overruns and lost completions (sticky for overruns: a
+// CQ that overran has lost completions for good).
+func (q *cq) ringError() error {
+	h := q.ring.Header()
+	if h.Overrun.Load() != 0 {
+		q.overrunSeen = true
+	}
+	if q.overrunSeen {
+		return errCQOverrun
+	}
+	if l := h.Lost.Load(); l != q.lostSeen {
+		q.lostSeen = l
+		return errCQLost
+	}
+	return nil
+}
+
+// deliver turns a ring entry into a work completion and applies its side
+// effects on the owning QP: a send completion frees send queue slots; an
+// error completion moves the QP to ERR.
+func (q *cq) deliver(e *ring.CQE, wc *verbsio.WC) {
+	*wc = verbsio.WC{
+		ID:        e.WRID,
+		Status:    verbsio.Status(e.Status),
+		Opcode:    verbsio.WCOpcode(e.Opcode),
+		VendorErr: e.VendorErr,
+		ByteLen:   e.ByteLen,
+		Imm:       e.Imm,
+		QPN:       e.QPN,
+		SrcQP:     e.SrcQP,
+		Flags:     verbsio.WCFlags(e.Flags),
+	}
+	qp := q.ctx.qps[qpIndex(e.QPN)].Load()
+	if qp == nil || qp.qpn != e.QPN {
+		return
+	}
+	if !wc.Opcode.IsRecv() {
+		qp.retire(e.SQIdx)
+	}
+	if wc.Status != verbsio.StatusSuccess && wc.Status != verbsio.StatusWRFlushErr {
+		qp.toErr()
+	}
+}
+
+// checkClaimed handles a slot a producer claimed but has not published: a
+// live producer is given time; a dead one's slot is skipped.
+func (q *cq) checkClaimed(pid uint32) {
+	t := now()
+	if q.claimedPID != pid || q.claimedAt == 0 {
+		q.claimedPID, q.claimedAt = pid, t
+		return
+	}
+	if t-q.claimedAt < int64(10*time.Millisecond) {
+		return
+	}
+	if pid != q.ctx.pid && unix.Kill(int(pid), 0) == unix.ESRCH {
+		q.cons.SkipClaimed(pid)
+	}
+	q.claimedAt = t
+}
+
+// progress retries blocked sends and fails the work of QPs whose peer died.
+func (q *cq) progress() {
+	q.deadGen = q.ctx.deadGen.Load()
+	for _, p := range q.qps {
+		if p.sendCQ == q && (p.blocked || p.peerGone()) {
+			p.execute()
+		}
+	}
+}
+
+// nextRetry returns how long until the earliest blocked send retries.
+func (q *cq) nextRetry() time.Duration {
+	best := time.Duration(-1)
+	t := now()
+	for _, p := range q.qps {
+		if p.sendCQ == q && p.blocked {
+			d := time.Duration(p.retryAt - t)
+			if d < 0 {
+				d = 0
+			}
+			if best < 0 || d < best {
+				best = d
+			}
+		}
+	}
+	return best
+}
+
+const spinPolls = 2000
+
+// Wait implements verbsio.CQImpl: spin briefly, then sleep on the ring's
+// futex, waking for blocked sends' retries.
+func (q *cq) Wait(timeout time.Duration) error {
+	if q.cons == nil {
+		return errCQDestroyed
+	}
+	deadline := now() + int64(timeout)
+	for i := 0; i < spinPolls; i++ {
+		if q.ready() {
+			return nil
+		}
+		if q.nblocked > 0 || q.ctx.deadGen.Load() != q.deadGen {
+			q.progress()
+		}
+	}
+	h := q.ring.Header()
+	for {
+		seq := h.Notify.Load()
+		h.Armed.Store(1)
+		if q.ready() {
+			h.Armed.Store(0)
+			return nil
+		}
+		left := time.Duration(deadline - now())
+		if left <= 0 {
+			h.Armed.Store(0)
+			return verbsio.ErrTimeout
+		}
+		sleep := min(left, 20*time.Millisecond)
+		if r := q.nextRetry(); r >= 0 && r < sleep {
+			sleep = max(r, time.Microsecond)
+		}
+		shm.FutexWait(&h.Notify, seq, sleep)
+		q.progress()
+	}
+}
+
+// ready reports whether Poll would return something (an entry or an error).
+func (q *cq) ready() bool {
+	h := q.ring.Header()
+	if st, pid := q.cons.Peek(); st == ring.Ready {
+		return true
+	} else if st == ring.Claimed {
+		q.checkClaimed(pid)
+	}
+	return h.Overrun.Load() != 0 || h.Lost.Load() != q.lostSeen
+}

@@ -1,0 +1,45 @@
+package soft
+
+import (
+	"github.com/rperf/rperf/verbsio"
+	"golang.org/x/sys/unix"
+)
+
+// ProviderName is the name the built-in engine registers under.
+const ProviderName = "soft"
+
+// ShmDevice is the name of the shared-memory device.
+const ShmDevice = "shm0"
+
+// Provider is the built-in engine's verbsio provider.
+type Provider struct{}
+
+func init() { verbsio.Register(Provider{}) }
+
+// Name implements verbsio.Provider.
+func (Provider) Name() string { return ProviderName }
+
+// Devices implements verbsio.Provider.
+func (Provider) Devices() ([]verbsio.DeviceInfo, error) {
+	return []verbsio.DeviceInfo{shmInfo()}, nil
+}
+
+func shmInfo() verbsio.DeviceInfo {
+	return verbsio.DeviceInfo{
+		Name:      ShmDevice,
+		Provider:  ProviderName,
+		Fabric:    "shm",
+		Transport: "engine",
+		NodeGUID:  hostGUID(),
+		Ports:     1,
+	}
+}
+
+// Open implements verbsio.Provider.
+func (Provider) Open(name string) (verbsio.ContextImpl, error) {
+	switch name {
+	case ShmDevice:
+		return openShm(shmInfo())
+	}
+	return nil, verbsio.Errorf("open_device", unix.ENODEV, "the built-in engine has no device %q", name)
+}

@@ -1,0 +1,478 @@
+package soft
+
+import (
+	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/soft/internal/ring"
+	"golang.org/x/sys/unix"
+)
+
+// qp is a queue pair. Its receive ring and send ring share one segment:
+// the receive ring first (peers map it), then the send ring.
+type qp struct {
+	ctx      *Context
+	pd       *pd
+	typ      verbsio.QPType
+	idx      uint32
+	qpn      uint32
+	rec      *qpRecord
+	reg      *region
+	sq       ring.SQ
+	rq       ring.RQ // invalid when the QP receives through an SRQ
+	srq      *srq
+	cap      verbsio.QPCap
+	sqSigAll bool
+	sendCQ   *cq
+	recvCQ   *cq
+
+	state verbsio.QPState
+	attr  verbsio.QPAttr
+
+	sqPI   uint32 // next send WQE position
+	sqExec uint32 // next send WQE to execute
+	sqDone uint32 // send WQEs before this are retired (their completion polled)
+	rqPI   uint32
+
+	// RC/UC connection.
+	peer    *peer
+	remote  *qpRecord // the connected QP's record, in the peer's control segment
+	recv    recvTarget
+	recvOK  bool
+	destQPN uint32
+
+	// Head-of-line wait (RNR, or no response from the target).
+	blocked    bool
+	blockKind  uint8
+	blockStart int64
+	retryAt    int64
+	rnrLeft    int
+
+	// Scratch for the fast path, sized at creation.
+	src   [][]byte
+	rsges []ring.SGE
+	refs  []remoteRef
+	iov   []unix.Iovec
+	riov  []unix.RemoteIovec
+}
+
+var _ verbsio.QPImpl = (*qp)(nil)
+
+// Fast-path errors, preallocated.
+var (
+	errPostState   = &verbsio.Error{Op: "post_send", Errno: unix.EINVAL, Detail: "QP is not in RTS (modify it to RTS after connecting)"}
+	errRecvState   = &verbsio.Error{Op: "post_recv", Errno: unix.EINVAL, Detail: "QP is in RESET (modify it to INIT first)"}
+	errSQFull      = &verbsio.Error{Op: "post_send", Errno: unix.ENOMEM, Detail: "send queue full: poll completions (signal at least one request per queue depth)"}
+	errRQFull      = &verbsio.Error{Op: "post_recv", Errno: unix.ENOMEM, Detail: "receive queue full"}
+	errOpcode      = &verbsio.Error{Op: "post_send", Errno: unix.EINVAL, Detail: "opcode not valid for this QP type"}
+	errNumSGE      = &verbsio.Error{Op: "post_send", Errno: unix.EINVAL, Detail: "more SGEs than the QP's max_send_sge"}
+	errRecvNumSGE  = &verbsio.Error{Op: "post_recv", Errno: unix.EINVAL, Detail: "more SGEs than the QP's max_recv_sge"}
+	errInlineLen   = &verbsio.Error{Op: "post_send", Errno: unix.EINVAL, Detail: "inline payload longer than the QP's max_inline_data"}
+	errInlineAddr  = &verbsio.Error{Op: "post_send", Errno: unix.EFAULT, Detail: "inline payload is not inside memory this context allocated or registered"}
+	errNoAH        = &verbsio.Error{Op: "post_send", Errno: unix.EINVAL, Detail: "UD send without an address handle of this context"}
+	errRecvOnSRQQP = &verbsio.Error{Op: "post_recv", Errno: unix.EINVAL, Detail: "QP receives through an SRQ; post receives to the SRQ"}
+)
+
+// CreateQP implements verbsio.PDImpl.
+func (p *pd) CreateQP(attr verbsio.QPInitAttr) (verbsio.QPImpl, error) {
+	c := p.ctx
+	switch attr.Type {
+	case verbsio.QPTypeRC, verbsio.QPTypeUC, verbsio.QPTypeUD:
+	case verbsio.QPTypeRawPacket:
+		return nil, verbsio.Errorf("create_qp", unix.EOPNOTSUPP, "RAW_PACKET QPs need a raw-fabric device (bound to a netdev), not %s", c.info.Name)
+	default:
+		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "unknown QP type %s", attr.Type)
+	}
+	sendCQ, ok1 := cqOf(attr.SendCQ, c)
+	recvCQ, ok2 := cqOf(attr.RecvCQ, c)
+	if !ok1 || !ok2 {
+		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "completion queues must belong to the same context")
+	}
+	var s *srq
+	if attr.SRQ != nil {
+		ss, ok := attr.SRQ.Impl().(*srq)
+		if !ok || ss.ctx != c {
+			return nil, verbsio.Errorf("create_qp", unix.EINVAL, "SRQ must belong to the same context")
+		}
+		s = ss
+	}
+	cp := attr.Cap
+	if cp.MaxSendWR <= 0 || cp.MaxSendWR > shmMaxQPWR {
+		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max_send_wr %d is outside 1..%d", cp.MaxSendWR, shmMaxQPWR)
+	}
+	if s == nil && (cp.MaxRecvWR <= 0 || cp.MaxRecvWR > shmMaxQPWR) {
+		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max_recv_wr %d is outside 1..%d", cp.MaxRecvWR, shmMaxQPWR)
+	}
+	if cp.MaxSendSGE > shmMaxSGE || cp.MaxRecvSGE > shmMaxSGE || cp.MaxSendSGE < 0 || cp.MaxRecvSGE < 0 {
+		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max SGE per request is %d", shmMaxSGE)
+	}
+	if cp.MaxInlineData < 0 || cp.MaxInlineData > shmMaxInline {
+		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max_inline_data %d is above the device's %d", cp.MaxInlineData, shmMaxInline)
+	}
+	cp.MaxSendSGE = max(cp.MaxSendSGE, 1)
+	cp.MaxRecvSGE = max(cp.MaxRecvSGE, 1)
+	cp.MaxSendWR = pow2(cp.MaxSendWR)
+	rqDepth := 1
+	if s == nil {
+		cp.MaxRecvWR = pow2(cp.MaxRecvWR)
+		rqDepth = cp.MaxRecvWR
+	} else {
+		cp.MaxRecvWR = 0
+	}
+	rqBytes := (ring.RQSize(rqDepth, cp.MaxRecvSGE) + 63) &^ 63
+	sqBytes := ring.SQSize(cp.MaxSendWR, cp.MaxSendSGE, cp.MaxInlineData)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkOpen("create_qp"); err != nil {
+		return nil, err
+	}
+	idx := -1
+	for i := range c.qps {
+		if c.qps[i].Load() == nil {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		return nil, verbsio.Errorf("create_qp", unix.ENOMEM, "more than %d queue pairs", maxQP)
+	}
+	reg, err := c.newRegion("rperf-qp", rqBytes+sqBytes, false)
+	if err != nil {
+		return nil, err
+	}
+	mem := reg.seg.Bytes()
+	q := &qp{ctx: c, pd: p, typ: attr.Type, idx: uint32(idx), reg: reg, srq: s, cap: cp, sqSigAll: attr.SQSigAll,
+		sendCQ: sendCQ, recvCQ: recvCQ, state: verbsio.QPStateReset}
+	q.sq, _ = ring.ViewSQ(mem[rqBytes:], cp.MaxSendWR, cp.MaxSendSGE, cp.MaxInlineData)
+	if s == nil {
+		q.rq, _ = ring.ViewRQ(mem[:rqBytes], rqDepth, cp.MaxRecvSGE)
+	}
+	c.qpTag[idx]++
+	if c.qpTag[idx] >= 1<<(24-qpIndexBits) || c.qpTag[idx] == 0 {
+		c.qpTag[idx] = 1
+	}
+	q.qpn = c.qpTag[idx]<<qpIndexBits | uint32(idx)
+	q.src = make([][]byte, max(cp.MaxSendSGE, 1))
+	q.rsges = make([]ring.SGE, shmMaxSGE)
+	q.refs = make([]remoteRef, shmMaxSGE)
+	q.iov = make([]unix.Iovec, 1)
+	q.riov = make([]unix.RemoteIovec, 1)
+	q.attr.Cap = cp
+
+	rec := c.ctrl.qp(q.idx)
+	q.rec = rec
+	rec.state.Store(uint32(verbsio.QPStateReset))
+	rec.typ.Store(uint32(attr.Type))
+	rec.pd.Store(p.id)
+	rec.destQPN.Store(0)
+	rec.destNonce.Store(0)
+	rec.qkey.Store(0)
+	rec.access.Store(0)
+	rec.ringRegion.Store(reg.idx + 1)
+	rec.rqDepth.Store(uint32(rqDepth))
+	rec.rqMaxSGE.Store(uint32(cp.MaxRecvSGE))
+	if s != nil {
+		rec.srq.Store(s.idx + 1)
+		rec.srqTag.Store(s.tag)
+		s.users++
+	} else {
+		rec.srq.Store(0)
+	}
+	rec.recvCQ.Store(recvCQ.idx + 1)
+	rec.recvCQTag.Store(recvCQ.tag)
+	rec.qpn.Store(q.qpn)
+
+	sendCQ.qps = append(sendCQ.qps, q)
+	sendCQ.users++
+	if recvCQ != sendCQ {
+		recvCQ.qps = append(recvCQ.qps, q)
+	}
+	recvCQ.users++
+	p.users++
+	c.qps[idx].Store(q)
+	return q, nil
+}
+
+func cqOf(c *verbsio.CQ, ctx *Context) (*cq, bool) {
+	if c == nil {
+		return nil, false
+	}
+	q, ok := c.Impl().(*cq)
+	return q, ok && q.ctx == ctx && q.cons != nil
+}
+
+// QPN implements verbsio.QPImpl.
+func (q *qp) QPN() uint32 { return q.qpn }
+
+// Cap implements verbsio.QPImpl.
+func (q *qp) Cap() verbsio.QPCap { return q.cap }
+
+// Query implements verbsio.QPImpl.
+func (q *qp) Query() (verbsio.QPAttr, error) {
+	a := q.attr
+	a.State = q.state
+	a.CurState = q.state
+	a.Cap = q.cap
+	return a, nil
+}
+
+// Modify implements verbsio.QPImpl.
+func (q *qp) Modify(attr *verbsio.QPAttr, mask verbsio.QPAttrMask) error {
+	if attr == nil {
+		return verbsio.Errorf("modify_qp", unix.EINVAL, "nil attributes")
+	}
+	next, err := verbsio.CheckModify(q.typ, q.state, attr, mask)
+	if err != nil {
+		return err
+	}
+	if mask&verbsio.QPAttrPkeyIndex != 0 && attr.PkeyIndex != 0 {
+		return verbsio.Errorf("modify_qp", unix.EINVAL, "pkey_index %d: the P_Key table has one entry", attr.PkeyIndex)
+	}
+	if mask&verbsio.QPAttrMaxDestRdAtomic != 0 && attr.MaxDestRdAtomic > shmMaxRdAtomic {
+		return verbsio.Errorf("modify_qp", unix.EINVAL, "max_dest_rd_atomic %d is above the device's %d", attr.MaxDestRdAtomic, shmMaxRdAtomic)
+	}
+	if mask&verbsio.QPAttrMaxQPRdAtomic != 0 && attr.MaxRdAtomic > shmMaxRdAtomic {
+		return verbsio.Errorf("modify_qp", unix.EINVAL, "max_rd_atomic %d is above the device's %d", attr.MaxRdAtomic, shmMaxRdAtomic)
+	}
+	if mask&verbsio.QPAttrAV != 0 && attr.AH.SGIDIndex != 0 {
+		return verbsio.Errorf("modify_qp", unix.EINVAL, "sgid_index %d: the GID table has one entry (index 0)", attr.AH.SGIDIndex)
+	}
+	if mask&verbsio.QPAttrRateLimit != 0 {
+		return verbsio.Errorf("modify_qp", unix.EOPNOTSUPP, "packet pacing is not supported on %s", q.ctx.info.Name)
+	}
+	c := q.ctx
+	if next == verbsio.QPStateRTR && q.state != verbsio.QPStateRTR && (q.typ == verbsio.QPTypeRC || q.typ == verbsio.QPTypeUC) {
+		c.mu.Lock()
+		p, err := c.attachPeerLocked(attr.AH.DGID)
+		c.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		q.dropPeer()
+		q.peer = p
+		q.destQPN = attr.DestQPN
+		q.remote = p.ctrl.qp(qpIndex(attr.DestQPN))
+		q.recvOK = false
+		q.rec.destQPN.Store(attr.DestQPN)
+		q.rec.destNonce.Store(p.id.nonce)
+	}
+	q.storeAttr(attr, mask)
+	switch next {
+	case verbsio.QPStateReset:
+		q.reset()
+	case verbsio.QPStateErr:
+		q.toErr()
+		return nil
+	}
+	q.state = next
+	q.rec.state.Store(uint32(next))
+	return nil
+}
+
+func (q *qp) storeAttr(a *verbsio.QPAttr, mask verbsio.QPAttrMask) {
+	t := &q.attr
+	if mask&verbsio.QPAttrAccessFlags != 0 {
+		t.AccessFlags = a.AccessFlags
+		q.rec.access.Store(uint32(a.AccessFlags))
+	}
+	if mask&verbsio.QPAttrQKey != 0 {
+		t.QKey = a.QKey
+		q.rec.qkey.Store(a.QKey)
+	}
+	if mask&verbsio.QPAttrPkeyIndex != 0 {
+		t.PkeyIndex = a.PkeyIndex
+	}
+	if mask&verbsio.QPAttrPort != 0 {
+		t.PortNum = a.PortNum
+	}
+	if mask&verbsio.QPAttrAV != 0 {
+		t.AH = a.AH
+	}
+	if mask&verbsio.QPAttrPathMTU != 0 {
+		t.PathMTU = a.PathMTU
+		q.rec.mtu.Store(uint32(a.PathMTU.Bytes()))
+	}
+	if mask&verbsio.QPAttrDestQPN != 0 {
+		t.DestQPN = a.DestQPN
+	}
+	if mask&verbsio.QPAttrRQPSN != 0 {
+		t.RQPSN = a.RQPSN
+	}
+	if mask&verbsio.QPAttrSQPSN != 0 {
+		t.SQPSN = a.SQPSN
+	}
+	if mask&verbsio.QPAttrMinRNRTimer != 0 {
+		t.MinRNRTimer = a.MinRNRTimer
+		q.rec.minRNR.Store(uint32(a.MinRNRTimer))
+	}
+	if mask&verbsio.QPAttrTimeout != 0 {
+		t.Timeout = a.Timeout
+	}
+	if mask&verbsio.QPAttrRetryCnt != 0 {
+		t.RetryCnt = a.RetryCnt
+	}
+	if mask&verbsio.QPAttrRNRRetry != 0 {
+		t.RNRRetry = a.RNRRetry
+	}
+	if mask&verbsio.QPAttrMaxQPRdAtomic != 0 {
+		t.MaxRdAtomic = a.MaxRdAtomic
+	}
+	if mask&verbsio.QPAttrMaxDestRdAtomic != 0 {
+		t.MaxDestRdAtomic = a.MaxDestRdAtomic
+	}
+}
+
+// reset returns the QP to its state after creation: empty queues, no
+// connection, default attributes.
+func (q *qp) reset() {
+	q.unblock()
+	q.dropPeer()
+	q.sqPI, q.sqExec, q.sqDone = 0, 0, 0
+	if q.rq.Valid() {
+		h := q.rq.Header()
+		h.PI.Store(0)
+		h.CI.Store(0)
+		q.rqPI = 0
+	}
+	q.attr = verbsio.QPAttr{Cap: q.cap}
+	q.rec.destQPN.Store(0)
+	q.rec.destNonce.Store(0)
+	q.rec.access.Store(0)
+}
+
+func (q *qp) dropPeer() {
+	if q.peer == nil {
+		return
+	}
+	c := q.ctx
+	c.mu.Lock()
+	q.peer.releaseLocked()
+	c.mu.Unlock()
+	q.peer, q.remote, q.recvOK = nil, nil, false
+}
+
+// toErr moves the QP to ERR and flushes its queues: every send request not
+// yet executed and every receive not yet consumed completes with
+// WR_FLUSH_ERR.
+func (q *qp) toErr() {
+	if q.state == verbsio.QPStateErr {
+		return
+	}
+	q.state = verbsio.QPStateErr
+	q.rec.state.Store(uint32(verbsio.QPStateErr))
+	q.unblock()
+	q.flushSQ()
+	q.flushRQ()
+}
+
+func (q *qp) flushSQ() {
+	for q.sqExec != q.sqPI {
+		q.complete(q.sqExec, verbsio.StatusWRFlushErr, 0)
+		q.sqExec++
+	}
+}
+
+func (q *qp) flushRQ() {
+	if !q.rq.Valid() {
+		return
+	}
+	for {
+		id, _, ok := q.rq.Claim(q.rsges)
+		if !ok {
+			return
+		}
+		e := ring.CQE{WRID: id, Status: uint8(verbsio.StatusWRFlushErr), Opcode: uint8(verbsio.WCRecv), QPN: q.qpn}
+		q.recvCQ.ring.Push(&e, q.ctx.pid)
+	}
+}
+
+// retire frees send queue slots up to and including pos, whose completion
+// was just polled.
+func (q *qp) retire(pos uint32) {
+	if pos-q.sqDone < q.sqExec-q.sqDone {
+		q.sqDone = pos + 1
+	}
+}
+
+// PostRecv implements verbsio.QPImpl.
+func (q *qp) PostRecv(wrs []verbsio.RecvWR) (int, error) {
+	if q.srq != nil {
+		return 0, errRecvOnSRQQP
+	}
+	if q.state == verbsio.QPStateReset {
+		return 0, errRecvState
+	}
+	n, err := postRecv(q.rq, &q.rqPI, q.cap.MaxRecvSGE, wrs)
+	if q.state == verbsio.QPStateErr {
+		q.flushRQ()
+	}
+	return n, err
+}
+
+// postRecv writes receive WQEs into rq and publishes them.
+func postRecv(rq ring.RQ, pi *uint32, maxSGE int, wrs []verbsio.RecvWR) (int, error) {
+	var err error
+	n := 0
+	ci := rq.Header().CI.Load()
+	for i := range wrs {
+		wr := &wrs[i]
+		if len(wr.SGL) > maxSGE {
+			err = errRecvNumSGE
+			break
+		}
+		if *pi-ci >= rq.Depth() {
+			ci = rq.Header().CI.Load()
+			if *pi-ci >= rq.Depth() {
+				err = errRQFull
+				break
+			}
+		}
+		rq.Write(*pi, wr.ID, sgesAsRing(wr.SGL))
+		*pi++
+		n++
+	}
+	if n > 0 {
+		rq.Publish(*pi)
+	}
+	return n, err
+}
+
+// Destroy implements verbsio.QPImpl.
+func (q *qp) Destroy() error {
+	if q.ctx.qps[q.idx].Load() != q {
+		return verbsio.Errorf("destroy_qp", unix.EINVAL, "queue pair already destroyed")
+	}
+	q.destroy(false)
+	return nil
+}
+
+func (q *qp) destroy(closing bool) {
+	q.unblock()
+	q.dropPeer()
+	c := q.ctx
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q.rec.state.Store(uint32(verbsio.QPStateReset))
+	q.rec.qpn.Store(0)
+	q.sendCQ.qps = removeQP(q.sendCQ.qps, q)
+	q.sendCQ.users--
+	if q.recvCQ != q.sendCQ {
+		q.recvCQ.qps = removeQP(q.recvCQ.qps, q)
+	}
+	q.recvCQ.users--
+	if q.srq != nil {
+		q.srq.users--
+	}
+	q.pd.users--
+	c.qps[q.idx].Store(nil)
+	c.dropRegion(q.reg)
+	q.state = verbsio.QPStateReset
+}
+
+func removeQP(list []*qp, q *qp) []*qp {
+	for i, x := range list {
+		if x == q {
+			return append(list[:i], list[i+1:]...)
+		}
+	}
+	return list
+}
