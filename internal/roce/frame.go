@@ -24,6 +24,7 @@ type Frame struct {
 
 var (
 	errFrameEtherType = newErr("decode frame", "EtherType is neither IPv4 nor IPv6", ErrNotRoCE)
+	errFrameMismatch  = newErr("decode frame", "IP version disagrees with the EtherType", ErrNotRoCE)
 	errFrameVersion   = newErr("decode frame", "IP version is neither 4 nor 6", ErrNotRoCE)
 	errFrameEmpty     = newErr("decode frame", "no IP header", ErrTooShort)
 	errFrameNotUDP    = newErr("decode frame", "IP payload is not UDP", ErrNotRoCE)
@@ -46,8 +47,17 @@ func (f *Frame) DecodeEthernet(b []byte) error {
 	if err != nil {
 		return err
 	}
-	if t := f.Ethernet.Type; t != EtherTypeIPv4 && t != EtherTypeIPv6 {
+	var want byte
+	switch f.Ethernet.Type {
+	case EtherTypeIPv4:
+		want = 4
+	case EtherTypeIPv6:
+		want = 6
+	default:
 		return errFrameEtherType
+	}
+	if len(b) > n && b[n]>>4 != want {
+		return errFrameMismatch
 	}
 	if err := f.DecodeIP(b[n:]); err != nil {
 		return err
