@@ -183,6 +183,7 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 		}
 		d.LocalAddr = src
 	}
+	start := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, opts.DialTimeout)
 	defer cancel()
 	refused := false
@@ -206,14 +207,14 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 		}
 		break
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return nil, fmt.Errorf("dial %s: %w", addr, ctx.Err())
 	}
 	if refused {
 		return nil, newError(fmt.Sprintf("cannot reach rperf/perftest server at %s: connection refused (is the server running? start it first, or check -p)", addr), syscall.ECONNREFUSED, lastErr)
 	}
-	if errors.Is(lastErr, context.DeadlineExceeded) || errors.Is(lastErr, os.ErrDeadlineExceeded) {
-		return nil, newError(fmt.Sprintf("cannot reach rperf/perftest server at %s: no answer within %v (check the address, the route and any firewall between the hosts, and -p)", addr, opts.DialTimeout), ErrTimeout, lastErr)
+	if dctx.Err() != nil || errors.Is(lastErr, os.ErrDeadlineExceeded) {
+		return nil, newError(fmt.Sprintf("cannot reach rperf/perftest server at %s: no answer within %v (check the address, the route and any firewall between the hosts, and -p)", addr, time.Since(start).Round(time.Millisecond)), ErrTimeout, lastErr)
 	}
 	return nil, newError(fmt.Sprintf("cannot reach rperf/perftest server at %s: %v (check the server address and -p)", addr, lastErr), lastErr)
 }

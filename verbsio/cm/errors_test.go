@@ -90,6 +90,29 @@ func TestDialWaitsForServer(t *testing.T) {
 	}
 }
 
+func TestDialSourceAddr(t *testing.T) {
+	ctx := testCtx(t)
+	srv, cli := pair(t, ctx, Options{}, Options{SourceAddr: "127.0.0.1"})
+	if got := cli.LocalAddr().(*net.TCPAddr).IP.String(); got != "127.0.0.1" {
+		t.Errorf("client bound to %s", got)
+	}
+	if srv.RemoteAddr().String() != cli.LocalAddr().String() {
+		t.Errorf("server sees %v, client is %v", srv.RemoteAddr(), cli.LocalAddr())
+	}
+	if _, err := Dial(ctx, "127.0.0.1:1", Options{SourceAddr: "not an address"}); err == nil {
+		t.Error("Dial with a bad source address succeeded")
+	}
+}
+
+func TestDialRefusedWithinContextDeadline(t *testing.T) {
+	// The caller's deadline is shorter than DialTimeout: the refusal is
+	// still what gets reported.
+	ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
+	defer cancel()
+	_, err := Dial(ctx, freeAddr(t), Options{DialTimeout: 5 * time.Second, RetryInterval: 20 * time.Millisecond})
+	wantErr(t, err, syscall.ECONNREFUSED, "connection refused (is the server running?")
+}
+
 func TestDialCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(testCtx(t))
 	cancel()

@@ -194,3 +194,27 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
+
+func FuzzKeyFields(f *testing.F) {
+	f.Add(uint16(0), uint16(1), uint32(0x11), uint32(0x480aa1), uint32(0), uint64(0x5564d7603000), roceGID[:], true, uint32(0))
+	f.Add(uint16(0xffff), uint16(0xffff), ^uint32(0), ^uint32(0), ^uint32(0), ^uint64(0), []byte{}, false, ^uint32(0))
+	f.Fuzz(func(t *testing.T, lid, outReads uint16, qpn, psn, rkey uint32, vaddr uint64, gid []byte, hasGID bool, srqn uint32) {
+		d := Dest{LID: lid, OutReads: outReads, QPN: qpn, PSN: psn, RKey: rkey, VAddr: vaddr, HasGID: hasGID, SRQN: srqn}
+		if hasGID {
+			copy(d.GID[:], gid)
+		}
+		b := FormatKey(d)
+		if len(b) != d.KeyLen() {
+			t.Fatalf("FormatKey(%+v) is %d bytes, want %d", d, len(b), d.KeyLen())
+		}
+		got, err := ParseKey(b)
+		if err != nil {
+			t.Fatalf("ParseKey(FormatKey(%+v)) = %v", d, err)
+		}
+		d.QPN &= 0xffffff
+		d.PSN &= 0xffffff
+		if got != d {
+			t.Fatalf("round trip: got %+v, want %+v", got, d)
+		}
+	})
+}
