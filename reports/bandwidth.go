@@ -126,46 +126,37 @@ func FindPeakWindow(posted, completed []int64, postList, cqMod int) (PeakWindow,
 	case postList < 1 || cqMod < 1:
 		return PeakWindow{}, fmt.Errorf("bw peak: post list %d and cq moderation %d must be >= 1", postList, cqMod)
 	}
-	s := peakSearch{posted: posted, completed: completed, best: PeakWindow{First: -1}}
+	best := PeakWindow{First: -1}
+	var bestNs, bestK uint64 // best.Ns and best.Messages, as uint64
 	for i := 0; i < n; i += postList {
-		for j := roundUp(i+1, cqMod) - 1; j < n; j += cqMod {
-			if !s.consider(i, j) {
-				return PeakWindow{}, s.err
+		p := posted[i]
+		last := n - 1
+		if n%cqMod == 0 {
+			last = -1 // already among the cqMod steps
+		}
+		for j := roundUp(i+1, cqMod) - 1; ; j += cqMod {
+			if j >= n {
+				if last < 0 {
+					break
+				}
+				j, last = last, -1 // the last message's CQE is always requested
+			}
+			t := completed[j] - p
+			if t <= 0 {
+				return PeakWindow{}, fmt.Errorf("bw peak: completion of message %d (%d ns) is not after post of message %d (%d ns)",
+					j, completed[j], i, p)
+			}
+			k := uint64(j - i + 1)
+			// t/k < bestNs/bestK  ⇔  t·bestK < bestNs·k, compared in 128 bits.
+			ahi, alo := bits.Mul64(uint64(t), bestK)
+			bhi, blo := bits.Mul64(bestNs, k)
+			if best.First < 0 || ahi < bhi || ahi == bhi && alo < blo {
+				best = PeakWindow{First: i, Last: j, Ns: t, Messages: int64(k)}
+				bestNs, bestK = uint64(t), k
 			}
 		}
-		if n%cqMod != 0 { // the last message's CQE is always requested
-			if !s.consider(i, n-1) {
-				return PeakWindow{}, s.err
-			}
-		}
 	}
-	return s.best, nil
-}
-
-// peakSearch holds FindPeakWindow's state.
-type peakSearch struct {
-	posted, completed []int64
-	best              PeakWindow
-	err               error
-}
-
-// consider offers window (i, j); it returns false, with s.err set, on
-// timestamps that cannot be right.
-func (s *peakSearch) consider(i, j int) bool {
-	t := s.completed[j] - s.posted[i]
-	if t <= 0 {
-		s.err = fmt.Errorf("bw peak: completion of message %d (%d ns) is not after post of message %d (%d ns)",
-			j, s.completed[j], i, s.posted[i])
-		return false
-	}
-	k := int64(j - i + 1)
-	// t/k < best.Ns/best.Messages  ⇔  t·best.Messages < best.Ns·k, compared in 128 bits.
-	ahi, alo := bits.Mul64(uint64(t), uint64(s.best.Messages))
-	bhi, blo := bits.Mul64(uint64(s.best.Ns), uint64(k))
-	if s.best.First < 0 || ahi < bhi || ahi == bhi && alo < blo {
-		s.best = PeakWindow{First: i, Last: j, Ns: t, Messages: k}
-	}
-	return true
+	return best, nil
 }
 
 // roundUp rounds v up to a multiple of a (perftest's ROUND_UP).

@@ -1,0 +1,93 @@
+package reports
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestWriteHGRM checks the .hgrm text against a golden file and parses it
+// the way HdrHistogram's plotter does: a header, then "value percentile
+// count 1/(1-p)" rows with non-decreasing values and percentiles ending at
+// 1, then the #[...] footer.
+func TestWriteHGRM(t *testing.T) {
+	res := latencyResult(t, LatencySpec{Test: "write_lat", Bytes: 2, Iterations: 11, Mode: ModeIterations, RTTFactor: 2},
+		RecorderOptions{Expected: 10}, seq(10))
+	var buf bytes.Buffer
+	if err := WriteResultHGRM(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "write_lat_2.hgrm")
+	if *update {
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), buf.String()); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+
+	sc := bufio.NewScanner(&buf)
+	sc.Scan()
+	if got := sc.Text(); got != " Value\tPercentile\tTotalCount\t1/(1-Percentile)" {
+		t.Fatalf("header %q", got)
+	}
+	var rows int
+	var lastV, lastP float64
+	var lastCount int64
+	var footer []string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+		case strings.HasPrefix(line, "#["):
+			footer = append(footer, line)
+		default:
+			f := strings.Fields(line)
+			if len(f) != 4 {
+				t.Fatalf("row %q: %d fields", line, len(f))
+			}
+			v, err1 := strconv.ParseFloat(f[0], 64)
+			p, err2 := strconv.ParseFloat(f[1], 64)
+			c, err3 := strconv.ParseInt(f[2], 10, 64)
+			if err1 != nil || err2 != nil || err3 != nil || v < lastV || p < lastP || c < lastCount {
+				t.Fatalf("row %q after value %v percentile %v count %d", line, lastV, lastP, lastCount)
+			}
+			lastV, lastP, lastCount = v, p, c
+			rows++
+		}
+	}
+	// Values are one-way microseconds: samples 1..10 us / rtt 2 → 0.5..5.0035
+	// (the last bucket's highest equivalent value, 10007 ns / 2000, printed as
+	// 5.003 since 5.0035 is not exact in binary).
+	if rows == 0 || lastP != 1 || lastCount != 10 || lastV != 5.003 {
+		t.Errorf("%d rows, last row %v %v %d; want percentile 1, count 10, value 5.003", rows, lastV, lastP, lastCount)
+	}
+	if len(footer) != 3 || !strings.Contains(footer[1], "Total count    =           10") {
+		t.Errorf("footer %q", footer)
+	}
+}
+
+func TestWriteHGRMErrors(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteResultHGRM(&buf, Result{Bandwidth: &Bandwidth{}}); err == nil {
+		t.Error("bandwidth result: no error")
+	}
+	if err := WriteResultHGRM(&buf, Result{Latency: &Latency{RTTFactor: 1, HDR: "not base64!"}}); err == nil {
+		t.Error("corrupt hdr: no error")
+	}
+	r := newRec(t, RecorderOptions{})
+	if err := WriteHGRM(&buf, r.Histogram(), 0); err == nil {
+		t.Error("rtt 0: no error")
+	}
+}
