@@ -237,10 +237,10 @@ func TestReadPcapNG(t *testing.T) {
 		t.Run(mk.name, func(t *testing.T) {
 			n := mk.new()
 			n.shb(n.opt(4, []byte("rperf test")), n.opt(0, nil)).
-				idb(LinkTypeEthernet, 0).                                                    // if 0: microseconds
-				idb(LinkTypeLinuxSLL2, 64, n.opt(9, []byte{9}), n.opt(14, n.u32x2(1000))). // if 1: ns, +1000 s, snaplen 64
+				idb(LinkTypeEthernet, 0).                                                   // if 0: microseconds
+				idb(LinkTypeLinuxSLL2, 64, n.opt(9, []byte{9}), n.opt(14, n.u32x2(1000))).  // if 1: ns, +1000 s, snaplen 64
 				idb(LinkTypeRaw, 0, n.opt(2, []byte("eth9")), n.opt(9, []byte{0x80 | 10})). // if 2: 2^-10 s
-				block(4, []byte{0, 0, 0, 0}).                                                // name resolution: skipped
+				block(4, []byte{0, 0, 0, 0}).                                               // name resolution: skipped
 				epb(0, 1_700_000_000_123_456, d1, 100, n.opt(1, []byte("comment")), n.opt(0, nil)).
 				block(0x00000bad, bytes.Repeat([]byte{7}, 40)). // custom: skipped
 				epb(1, 1_700_000_000_000_000_001, d2, 5).
@@ -356,7 +356,10 @@ func TestReadErrors(t *testing.T) {
 		{"ng short epb", le().shb().idb(1, 0).block(blockEPB, make([]byte, 16)).bytes(), 0, "enhanced packet block shorter"},
 		{"ng short pb", le().shb().idb(1, 0).block(blockPB, make([]byte, 16)).bytes(), 0, "packet block shorter"},
 		{"ng short idb", le().shb().block(blockIDB, make([]byte, 4)).bytes(), 0, "interface description block shorter"},
-		{"ng idb option overrun", func() []byte { n := le(); return n.shb().block(blockIDB, append(make([]byte, 8), n.opt(9, []byte{6})[:4]...)).bytes() }(), 0, "interface option 9 overruns"},
+		{"ng idb option overrun", func() []byte {
+			n := le()
+			return n.shb().block(blockIDB, append(make([]byte, 8), n.opt(9, []byte{6})[:4]...)).bytes()
+		}(), 0, "interface option 9 overruns"},
 		{"ng bad tsresol len", func() []byte { n := le(); return n.shb().idb(1, 0, n.opt(9, []byte{6, 6})).bytes() }(), 0, "if_tsresol option has length 2"},
 		{"ng bad tsresol", func() []byte { n := le(); return n.shb().idb(1, 0, n.opt(9, []byte{20})).bytes() }(), 0, "unsupported timestamp resolution 0x14"},
 		{"ng bad tsoffset", func() []byte { n := le(); return n.shb().idb(1, 0, n.opt(14, []byte{1})).bytes() }(), 0, "if_tsoffset option has length 1"},
