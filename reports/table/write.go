@@ -1,0 +1,105 @@
+package table
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/rperf/rperf/reports"
+)
+
+// Options configures [Write].
+type Options struct {
+	// Gbits reports bandwidth in Gb/s (perftest --report_gbits) instead of
+	// MiB/s.
+	Gbits bool
+}
+
+// Write prints a whole document: for each test, in the order results first
+// appear, perftest's block (header, one line per message size, between
+// separators); for latency tests, rperf's true-statistics block and the
+// clock line after it; for bandwidth tests, notes on unmeasured peaks and
+// the clock line.
+func Write(w io.Writer, doc *reports.Document, opts Options) error {
+	for i, g := range group(doc.Results) {
+		if i == 0 { // later groups start after the previous group's closing line
+			if err := WriteResultLine(w); err != nil {
+				return fmt.Errorf("write table: %w", err)
+			}
+		}
+		if err := writeGroup(w, g, doc, opts); err != nil {
+			return fmt.Errorf("write table: %w", err)
+		}
+	}
+	return nil
+}
+
+// resultGroup is the results of one test, of one kind and mode, in order.
+type resultGroup struct {
+	latency bool
+	mode    reports.Mode
+	results []reports.Result
+}
+
+func group(results []reports.Result) []*resultGroup {
+	type key struct {
+		test    string
+		latency bool
+		mode    reports.Mode
+	}
+	var order []*resultGroup
+	byKey := map[key]*resultGroup{}
+	for _, r := range results {
+		k := key{r.Test, r.Latency != nil, r.Mode}
+		g := byKey[k]
+		if g == nil {
+			g = &resultGroup{latency: k.latency, mode: r.Mode}
+			byKey[k] = g
+			order = append(order, g)
+		}
+		g.results = append(g.results, r)
+	}
+	return order
+}
+
+// writeGroup writes one group, from its header to its closing separator.
+func writeGroup(w io.Writer, g *resultGroup, doc *reports.Document, opts Options) error {
+	if g.latency {
+		if err := WriteLatencyHeader(w, g.mode); err != nil {
+			return err
+		}
+		for _, r := range g.results {
+			if err := WriteLatencyRow(w, r); err != nil {
+				return err
+			}
+		}
+		if err := WriteResultLine(w); err != nil {
+			return err
+		}
+		if err := WriteTrueLatency(w, g.results, doc.Env.Clock); err != nil {
+			return err
+		}
+		return WriteResultLine(w)
+	}
+	if err := WriteBandwidthHeader(w, opts.Gbits); err != nil {
+		return err
+	}
+	for _, r := range g.results {
+		if err := WriteBandwidthRow(w, r, opts.Gbits); err != nil {
+			return err
+		}
+	}
+	if err := WriteResultLine(w); err != nil {
+		return err
+	}
+	ew := &errWriter{w: w}
+	for _, r := range g.results {
+		if n := bandwidthNote(r); n != "" {
+			ew.printf(" note: %d B: %s\n", r.Bytes, n)
+		}
+	}
+	writeClock(ew, doc.Env.Clock)
+	if ew.err != nil {
+		return ew.err
+	}
+	return WriteResultLine(w)
+}
