@@ -67,7 +67,8 @@ const unknown = "unknown"
 // GatherEnv returns the machine part of an Env: time, host, OS, kernel, CPU
 // model and count, Go and rperf versions, and the measured clock. Facts it
 // cannot read are "unknown" rather than errors: a missing /proc must not
-// stop a report.
+// stop a report. The clock measured is [clock.Measure], the default source;
+// a run that stamps with the TSC sets System.Clock to its TSC's Measure.
 func GatherEnv(sys System) Env {
 	if sys.Now == nil {
 		sys.Now = time.Now

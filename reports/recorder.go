@@ -65,7 +65,6 @@ type Recorder struct {
 	sums     exactSums
 
 	h          *hdr.Histogram
-	lowest     int64
 	highest    int64
 	outOfRange int64 // samples clamped into [0, highest] for the histogram
 	hdrDropped int64 // histogram record errors (must stay 0)
@@ -101,7 +100,6 @@ func NewRecorder(opts RecorderOptions) (*Recorder, error) {
 	r := &Recorder{
 		raw:     make([]int64, 0, capacity),
 		h:       hdr.New(DefaultLowestNs, highest, sig),
-		lowest:  DefaultLowestNs,
 		highest: highest,
 	}
 	r.Reset()

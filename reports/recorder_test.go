@@ -89,6 +89,17 @@ func TestRecorderExact(t *testing.T) {
 			name: "negative sample", samples: []int64{-100, 300},
 			want: Exact{Count: 2, MinNs: -100, MaxNs: 300, MeanNs: 100, StdevNs: 200, HDROutOfRange: 1},
 		},
+		{
+			// A negative sum (two's complement 128-bit Σx): mean -200, stdev 100.
+			name: "negative sum", samples: []int64{-100, -300},
+			want: Exact{Count: 2, MinNs: -300, MaxNs: -100, MeanNs: -200, StdevNs: 100, HDROutOfRange: 2},
+		},
+		{
+			// Extremes of int64 at once: Σx = MinInt64 + MaxInt64 = -1, mean -0.5;
+			// deviations ±(2^64-1)/2, stdev (2^64-1)/2 ≈ 9.223372036854776e18.
+			name: "int64 extremes", samples: []int64{math.MinInt64, math.MaxInt64},
+			want: Exact{Count: 2, MinNs: math.MinInt64, MaxNs: math.MaxInt64, MeanNs: -0.5, StdevNs: 9.223372036854775807e18, HDROutOfRange: 2},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -55,3 +55,17 @@ func TestTSCNowDoesNotAllocate(t *testing.T) {
 		t.Fatalf("TSC.Now allocates %v per call", a)
 	}
 }
+
+func TestTSCMeasure(t *testing.T) {
+	tsc := calibrated(t)
+	info := tsc.Measure()
+	if info.Name != tsc.Name() || info.CostNs <= 0 || info.ResolutionNs <= 0 {
+		t.Errorf("Measure = %+v", info)
+	}
+	a := tsc.Ticks()
+	b := tsc.Ticks()
+	if b < a {
+		t.Errorf("Ticks went backwards: %d then %d", a, b)
+	}
+	t.Logf("%+v", info)
+}

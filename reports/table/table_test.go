@@ -141,6 +141,8 @@ func TestWriteGolden(t *testing.T) {
 			// Sub-microsecond jitter: perftest's t_stdev prints 0.00, the true stdev does not.
 			lat(4096, append(make([]int64, 0, 12), 3000, 3800, 3000, 3800, 3000, 3800, 3000, 3800, 3000, 3800, 3000, 3800)),
 			latency(t, tiny, reports.RecorderOptions{Expected: 2}, []int64{2000, 2400}),
+			// A two-hour stall: beyond the histogram (1 h), recorded at its bound and noted.
+			lat(16, append(ramp(10, 1800, 10, 1900), 7_200_000_000_000)),
 		), table.Options{}},
 		{"latency_duration.golden", doc(
 			latency(t, durSpec, reports.RecorderOptions{RawLimit: 500}, ramp(1000, 1800, 10, 95000)),

@@ -8,8 +8,9 @@ import (
 	"github.com/rperf/rperf/reports"
 )
 
-// trueCol is the width of a true-statistics column: up to 99999999.999 us.
-const trueCol = 13
+// trueCol is the width of a true-statistics number: up to 99999999.999 us
+// line up; wider values push the row right but stay separated by a space.
+const trueCol = 12
 
 // WriteTrueLatency writes rperf's true statistics for latency results, in
 // microseconds one-way like perftest's line: exact min, max, mean,
@@ -42,22 +43,22 @@ func WriteTrueLatency(w io.Writer, results []reports.Result, clk clock.Info) err
 	ew.printf(" rperf true statistics over all samples, one-way [usec] = sample / %s\n", rtt)
 	ew.printf(" %-7s %-10s", "#bytes", "#samples")
 	for _, h := range []string{"min", "max", "mean", "stdev"} {
-		ew.printf("%*s", trueCol, h+"[usec]")
+		ew.printf(" %*s", trueCol, h+"[usec]")
 	}
 	for _, k := range keys {
-		ew.printf("%*s", trueCol, "p"+k+"[usec]")
+		ew.printf(" %*s", trueCol, "p"+k+"[usec]")
 	}
 	ew.printf("\n")
 	for _, r := range lats {
 		ew.printf(" %-7d %-10d", r.Bytes, r.Samples)
 		for _, v := range []float64{r.TrueMinUs, r.TrueMaxUs, r.MeanUs, r.StdevUs} {
-			ew.printf("%*.3f", trueCol, v)
+			ew.printf(" %*.3f", trueCol, v)
 		}
 		for _, k := range keys {
 			if v, ok := r.Percentiles[k]; ok {
-				ew.printf("%*.3f", trueCol, v)
+				ew.printf(" %*.3f", trueCol, v)
 			} else {
-				ew.printf("%*s", trueCol, "-")
+				ew.printf(" %*s", trueCol, "-")
 			}
 		}
 		ew.printf("\n")
@@ -82,13 +83,21 @@ func latencyNotes(r reports.Result) []string {
 			r.Perftest.Samples, r.Samples))
 	}
 	if r.HDROutOfRange > 0 {
-		notes = append(notes, fmt.Sprintf("%d samples outside the histogram's range were recorded at its bounds; percentiles there are bounds, min/max/mean/stdev are exact",
-			r.HDROutOfRange))
+		notes = append(notes, fmt.Sprintf("%s outside the histogram's range recorded at its bounds: percentiles there are bounds, min/max/mean/stdev are exact",
+			samples(r.HDROutOfRange)))
 	}
 	if r.HDRDropped > 0 {
-		notes = append(notes, fmt.Sprintf("%d samples were refused by the histogram; percentiles omit them", r.HDRDropped))
+		notes = append(notes, fmt.Sprintf("%s refused by the histogram: percentiles omit them", samples(r.HDRDropped)))
 	}
 	return notes
+}
+
+// samples returns "1 sample" or "n samples".
+func samples(n int64) string {
+	if n == 1 {
+		return "1 sample"
+	}
+	return fmt.Sprintf("%d samples", n)
 }
 
 // bandwidthNote explains an unmeasured BW peak.
