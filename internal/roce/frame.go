@@ -16,7 +16,7 @@ type Frame struct {
 
 	// IPHeader, UDPHeader and Transport alias the decoded buffer: the raw IP
 	// header, the raw UDP header and the UDP payload (BTH through ICRC).
-	// Encode ignores them.
+	// After a failed decode, those not reached are nil. Encode ignores them.
 	IPHeader  []byte
 	UDPHeader []byte
 	Transport []byte
@@ -72,10 +72,12 @@ func (f *Frame) DecodeEthernet(b []byte) error {
 // IPv4 header checksum.
 func (f *Frame) DecodeIP(b []byte) error {
 	f.HasEthernet = false
+	f.IPHeader, f.UDPHeader, f.Transport = nil, nil, nil
 	if len(b) == 0 {
 		return errFrameEmpty
 	}
-	var l4 []byte
+	// hdr is the IP header length, end the end of the IP datagram.
+	var hdr, end int
 	switch b[0] >> 4 {
 	case 4:
 		if err := f.IPv4.Unmarshal(b); err != nil {
@@ -89,14 +91,10 @@ func (f *Frame) DecodeIP(b []byte) error {
 		if f.IPv4.IsFragment() {
 			return errFrameFragment
 		}
-		total := int(f.IPv4.Length)
-		if total < IPv4Len+UDPLen {
+		hdr, end = IPv4Len, int(f.IPv4.Length)
+		if end < IPv4Len+UDPLen {
 			return errFrameIPLen
 		}
-		if total > len(b) {
-			return errFrameTrunc
-		}
-		l4 = b[IPv4Len:total]
 	case 6:
 		if err := f.IPv6.Unmarshal(b); err != nil {
 			return err
@@ -113,20 +111,24 @@ func (f *Frame) DecodeIP(b []byte) error {
 		if pl < UDPLen {
 			return errFrameIPLen
 		}
-		if IPv6Len+pl > len(b) {
-			return errFrameTrunc
-		}
-		l4 = b[IPv6Len : IPv6Len+pl]
+		hdr, end = IPv6Len, IPv6Len+pl
 	default:
 		return errFrameVersion
 	}
-	if err := f.UDP.Unmarshal(l4); err != nil {
+	// Read the UDP header before checking that the whole datagram is
+	// present, so that a datagram cut short by a capture's snapshot length
+	// is still told apart as RoCE or not.
+	if err := f.UDP.Unmarshal(b[hdr:]); err != nil {
 		return err
 	}
-	f.UDPHeader = l4[:UDPLen]
+	f.UDPHeader = b[hdr : hdr+UDPLen]
 	if f.UDP.DstPort != UDPPort {
 		return errFramePort
 	}
+	if end > len(b) {
+		return errFrameTrunc
+	}
+	l4 := b[hdr:end]
 	if int(f.UDP.Length) < UDPLen || int(f.UDP.Length) > len(l4) {
 		return errFrameUDPLen
 	}
@@ -175,7 +177,7 @@ func (f *Frame) Encode(b []byte) (int, error) {
 	if plen == 0 {
 		return 0, errEncOpcode
 	}
-	if plen > 0xffff-IPv4Len-UDPLen {
+	if (f.IPVersion == 4 && plen > 0xffff-IPv4Len-UDPLen) || plen > 0xffff-UDPLen {
 		return 0, errFrameTooLong
 	}
 	if len(b) < f.Len() {
