@@ -40,19 +40,19 @@ type Device struct {
 
 // Port is one port of a Device, from ports/N.
 type Port struct {
-	Number     int        // N
-	State      *PortState // state ("4: ACTIVE")
-	PhysState  *PhysState // phys_state ("5: LinkUp")
-	Rate       *Rate      // rate ("2.5 Gb/sec (1X SDR)")
-	LinkLayer  *string    // link_layer: "InfiniBand" or "Ethernet"
-	LID        *uint32    // lid ("0x7")
-	SMLID      *uint32    // sm_lid
-	SMSL       *uint8     // sm_sl
-	LMC        *uint8     // lid_mask_count
-	CapMask    *uint32    // cap_mask: ibv_devinfo's port_cap_flags
-	GIDs       []GID      // gids/N that are not all zero, by index
-	GIDTblLen  int        // number of gids/N entries, zero or not: ibv_devinfo's gid_tbl_len
-	PKeyTblLen int        // number of pkeys/N entries: ibv_devinfo's pkey_tbl_len
+	Number       int        // N
+	State        *PortState // state ("4: ACTIVE")
+	PhysState    *PhysState // phys_state ("5: LinkUp")
+	Rate         *Rate      // rate ("2.5 Gb/sec (1X SDR)")
+	LinkLayer    *string    // link_layer: "InfiniBand" or "Ethernet"
+	LID          *uint32    // lid ("0x7")
+	SMLID        *uint32    // sm_lid
+	SMSL         *uint8     // sm_sl
+	LMC          *uint8     // lid_mask_count
+	CapMask      *uint32    // cap_mask: ibv_devinfo's port_cap_flags
+	GIDs         []GID      // gids/N that are not all zero, by index
+	GIDTableLen  int        // number of gids/N entries, zero or not: ibv_devinfo's gid_tbl_len
+	PKeyTableLen int        // number of pkeys/N entries: ibv_devinfo's pkey_tbl_len
 	// Counters and HWCounters hold counters/* and hw_counters/* by file
 	// name, whatever the driver provides. A counter that reads "N/A ..."
 	// is left out. Nil when the directory does not exist.
@@ -163,10 +163,10 @@ func (f FS) port(devDir string, num int) Port {
 	if p.LinkLayer != nil {
 		linkLayer = *p.LinkLayer
 	}
-	p.GIDs, p.GIDTblLen = f.gids(c, linkLayer)
+	p.GIDs, p.GIDTableLen = f.gids(c, linkLayer)
 	if keys, err := f.list(c.path("pkeys")); err == nil {
 		nums, _ := numericNames(keys)
-		p.PKeyTblLen = len(nums)
+		p.PKeyTableLen = len(nums)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		c.fail("list", "pkeys", err)
 	}

@@ -1,8 +1,6 @@
 package sysfs
 
 import (
-	"errors"
-	"io/fs"
 	"path"
 	"strings"
 )
@@ -62,6 +60,3 @@ func (f FS) ABIVersion() (int, error) {
 	}
 	return n, nil
 }
-
-// isNotExist reports whether err says a file or directory is missing.
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

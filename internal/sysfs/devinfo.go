@@ -282,3 +282,31 @@ func RoCEOverheadFor(d Device) int {
 // SoftRoCEMaxMTU is rdma_rxe's max_mtu (RXE_PORT_MAX_MTU). Hardware
 // drivers' max_mtu is only known to ibv_query_port.
 const SoftRoCEMaxMTU = MTU4096
+
+// VerbsOnlyDeviceFields are the ibv_devinfo -v device fields sysfs cannot
+// provide: they come from ibv_query_device(_ex). Show them as unknown
+// unless a verbs provider answered; never as zero.
+var VerbsOnlyDeviceFields = []string{
+	"vendor_id", "vendor_part_id", "hw_ver", "max_mr_size", "page_size_cap",
+	"max_qp", "max_qp_wr", "device_cap_flags", "max_sge", "max_sge_rd",
+	"max_cq", "max_cqe", "max_mr", "max_pd", "max_qp_rd_atom",
+	"max_ee_rd_atom", "max_res_rd_atom", "max_qp_init_rd_atom",
+	"max_ee_init_rd_atom", "atomic_cap", "max_ee", "max_rdd", "max_mw",
+	"max_raw_ipv6_qp", "max_raw_ethy_qp", "max_mcast_grp",
+	"max_mcast_qp_attach", "max_total_mcast_qp_attach", "max_ah",
+	"max_fmr", "max_map_per_fmr", "max_srq", "max_srq_wr", "max_srq_sge",
+	"max_pkeys", "local_ca_ack_delay", "device_cap_flags_ex", "max_tso",
+	"max_rwq_indirection_tables", "max_rwq_indirection_table_size",
+	"rx_hash_function", "rx_hash_fields_mask", "max_wq_type_rq",
+	"qp_rate_limit_min", "qp_rate_limit_max", "num_comp_vectors",
+	"hca_core_clock", "completion timestamp_mask",
+}
+
+// VerbsOnlyPortFields are the ibv_devinfo -v port fields sysfs cannot
+// provide: they come from ibv_query_port. (For RoCE, active_mtu can be
+// derived from the netdev MTU with RoCEMTU, and rxe's max_mtu is
+// SoftRoCEMaxMTU.)
+var VerbsOnlyPortFields = []string{
+	"max_mtu", "active_mtu", "max_msg_sz", "port_cap_flags2", "max_vl_num",
+	"bad_pkey_cntr", "qkey_viol_cntr", "subnet_timeout", "init_type_reply",
+}

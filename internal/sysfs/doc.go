@@ -26,7 +26,8 @@
 // ...) and a port's max_mtu, active_mtu, max_msg_sz, max_vl_num and
 // port_cap_flags2 from ibv_query_port are not in sysfs. This package has
 // no fields for them, so "unknown from sysfs" is never mistaken for zero;
-// they belong to a verbs query. Two can be derived for RoCE: a port's
+// they belong to a verbs query. VerbsOnlyDeviceFields and
+// VerbsOnlyPortFields name them as ibv_devinfo does. Two can be derived for RoCE: a port's
 // active MTU from its netdev's MTU (RoCEMTU), and rxe's max MTU, which is
 // a driver constant (SoftRoCEMaxMTU).
 //

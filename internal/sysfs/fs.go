@@ -189,6 +189,9 @@ func parseUint8(s string) (uint8, error) {
 	return uint8(v), nil
 }
 
+// isNotExist reports whether err says a file or directory is missing.
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
 // numericNames returns the names that are non-negative integers, sorted
 // numerically ("2" before "10"), and the rest.
 func numericNames(names []string) (nums []int, others []string) {

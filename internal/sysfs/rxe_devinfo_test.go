@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,6 +106,7 @@ func TestRXEMatchesDevinfo(t *testing.T) {
 	if *d.FWVer != "" {
 		t.Errorf("sysfs fw_ver = %q, want empty for rxe", *d.FWVer)
 	}
+	assertAccountedFor(t, "device", want.device, gotDevice, VerbsOnlyDeviceFields)
 
 	for _, p := range d.Ports {
 		wp, ok := want.ports[p.Number]
@@ -122,8 +124,8 @@ func TestRXEMatchesDevinfo(t *testing.T) {
 			"link_layer":     DevinfoLinkLayer(*p.LinkLayer),
 			"port_cap_flags": DevinfoCapMask(*p.CapMask),
 			"sm_sl":          strconv.Itoa(int(*p.SMSL)),
-			"gid_tbl_len":    strconv.Itoa(p.GIDTblLen),
-			"pkey_tbl_len":   strconv.Itoa(p.PKeyTblLen),
+			"gid_tbl_len":    strconv.Itoa(p.GIDTableLen),
+			"pkey_tbl_len":   strconv.Itoa(p.PKeyTableLen),
 			"active_width":   p.Rate.DevinfoActiveWidth(),
 			"active_speed":   p.Rate.DevinfoActiveSpeed(),
 		}
@@ -148,5 +150,19 @@ func TestRXEMatchesDevinfo(t *testing.T) {
 		if _, ok := wantPort["GID[0]"]; !ok {
 			t.Errorf("capture parse found no GID[0]")
 		}
+		assertAccountedFor(t, "port", wp, got, VerbsOnlyPortFields)
+	}
+}
+
+// assertAccountedFor fails for a devinfo field that was neither compared
+// nor declared verbs-only, so a field sysfs could know cannot be skipped
+// silently.
+func assertAccountedFor(t *testing.T, what string, capture, compared map[string]string, verbsOnly []string) {
+	t.Helper()
+	for label := range capture {
+		if _, ok := compared[label]; ok || slices.Contains(verbsOnly, label) {
+			continue
+		}
+		t.Errorf("%s field %q in ibv_devinfo -v is neither compared with sysfs nor listed as verbs-only", what, label)
 	}
 }
