@@ -266,3 +266,66 @@ func TestListsWithoutTypeFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestGarbageValues: unparsable values leave their field nil and say
+// which file and why; the rest of the device is still read.
+func TestGarbageValues(t *testing.T) {
+	const d = "class/infiniband/dev0/"
+	m := oneDevice()
+	m[d+"node_guid"] = file("not-a-guid\n")
+	m[d+"ports/1/state"] = file("ACTIVE\n")
+	m[d+"ports/1/lid"] = file("0xzz\n")
+	m[d+"ports/1/sm_sl"] = file("300\n")
+	m[d+"ports/1/gids/1"] = file("nonsense\n")
+	m[d+"ports/1/gids/2"] = file("0000:0000:0000:0000:0000:ffff:0a00:0002\n")
+	m[d+"ports/1/gid_attrs/types/2"] = file("RoCE v9\n")
+	m["class/net/eth0/carrier"] = file("2\n")
+	m["class/net/eth0/mtu"] = file("big\n")
+	m["class/infiniband_verbs/abi_version"] = file("six\n")
+	r := NewFSFrom(m).Report()
+	dev, p, n := r.Devices[0], r.Devices[0].Ports[0], r.NetDevs[0]
+	if dev.NodeGUID != nil || p.State != nil || p.LID != nil || p.SMSL != nil || n.Carrier != nil || n.MTU != nil || r.ABIVersion != nil {
+		t.Errorf("garbage was accepted: %+v %+v %+v", dev, p, n)
+	}
+	if dev.NodeType == nil || p.Rate == nil || n.SpeedMbps == nil {
+		t.Error("good fields next to garbage were lost")
+	}
+	if len(p.GIDs) != 2 || p.GIDs[1].Index != 2 || p.GIDs[1].Type != GIDTypeUnknown || p.GIDTableLen != 3 {
+		t.Errorf("GIDs = %+v, table %d", p.GIDs, p.GIDTableLen)
+	}
+	var got []string
+	for _, e := range append(append(append(dev.Errs, p.Errs...), n.Errs...), r.Errs...) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		`sysfs: parse class/infiniband/dev0/node_guid: guid: parse "not-a-guid": want 4 groups`,
+		`sysfs: parse class/infiniband/dev0/ports/1/state: port state: parse "ACTIVE": want "N: NAME"`,
+		`sysfs: parse class/infiniband/dev0/ports/1/lid: parse "0xzz": not a 32-bit number`,
+		`sysfs: parse class/infiniband/dev0/ports/1/sm_sl: parse "300": not an 8-bit number`,
+		`sysfs: parse class/infiniband/dev0/ports/1/gids/1: gid: parse "nonsense": want 8 groups`,
+		`sysfs: parse class/infiniband/dev0/ports/1/gid_attrs/types/2: gid type: parse "RoCE v9": unknown type`,
+		`sysfs: parse class/net/eth0/mtu: parse "big": not an integer`,
+		`sysfs: parse class/net/eth0/carrier: parse "2": want 0 or 1`,
+		`sysfs: parse class/infiniband_verbs/abi_version: parse "six": not an integer`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	if g := p.GIDs[0]; g.Addr().String() != "::ffff:10.0.0.1" {
+		t.Errorf("Addr() = %s", g.Addr())
+	}
+}
+
+// TestDefaultFS reads this machine's /sys. Whatever is there, reading
+// must not fail as a whole; without RDMA the class is reported missing.
+func TestDefaultFS(t *testing.T) {
+	f, err := NewDefaultFS()
+	if err != nil {
+		t.Skipf("no %s here: %v", DefaultMountPoint, err)
+	}
+	r := f.Report()
+	if r.NoInfiniBandClass() && len(r.Devices) != 0 {
+		t.Errorf("no class/infiniband but %d devices", len(r.Devices))
+	}
+	t.Logf("%d RDMA devices, %d netdevs, class missing: %v", len(r.Devices), len(r.NetDevs), r.NoInfiniBandClass())
+}
