@@ -30,39 +30,68 @@ var (
 	errICRCLong  = newErr("icrc", "packet too long for the IP and UDP length fields", ErrLength)
 )
 
-// updateSmall is crc32.Update(crc, crc32.IEEETable, p) done byte by byte.
-// The masked header copies live on the caller's stack; handing them to
-// crc32.Update would make them escape (it dispatches through a function
-// value), so the few dozen header bytes go through this loop instead.
+// slicing8 holds the tables of the slicing-by-8 CRC-32 (IEEE, reflected)
+// used for the masked header copies.
+var slicing8 = func() *[8][256]uint32 {
+	t := new([8][256]uint32)
+	t[0] = *crc32.IEEETable
+	for i := 0; i < 256; i++ {
+		c := t[0][i]
+		for k := 1; k < 8; k++ {
+			c = t[0][c&0xff] ^ c>>8
+			t[k][i] = c
+		}
+	}
+	return t
+}()
+
+// updateSmall is crc32.Update(crc, crc32.IEEETable, p) in pure Go
+// (slicing-by-8). The masked header copies live on the caller's stack;
+// handing them to crc32.Update would make them escape to the heap (it
+// dispatches through a function value), so the few dozen header bytes go
+// through this loop instead.
 func updateSmall(crc uint32, p []byte) uint32 {
-	tab := crc32.IEEETable
+	t := slicing8
 	crc = ^crc
+	for len(p) >= 8 {
+		crc ^= binary.LittleEndian.Uint32(p)
+		crc = t[0][p[7]] ^ t[1][p[6]] ^ t[2][p[5]] ^ t[3][p[4]] ^
+			t[4][crc>>24] ^ t[5][crc>>16&0xff] ^ t[6][crc>>8&0xff] ^ t[7][crc&0xff]
+		p = p[8:]
+	}
 	for _, v := range p {
-		crc = tab[byte(crc)^v] ^ crc>>8
+		crc = t[0][byte(crc)^v] ^ crc>>8
 	}
 	return ^crc
 }
 
-// icrcFinish continues the CRC over the masked BTH and the rest of pkt, the
-// transport part including its trailing 4-byte ICRC field, which it skips.
-func icrcFinish(crc uint32, pkt []byte) uint32 {
-	var bth [BTHLen]byte
-	copy(bth[:], pkt[:BTHLen])
-	bth[4] = 0xff
-	crc = updateSmall(crc, bth[:])
+// v4Pseudo and v6Pseudo size the stack copies of the headers the ICRC
+// masks: IP, UDP and BTH.
+const (
+	v4Pseudo = IPv4Len + UDPLen + BTHLen
+	v6Pseudo = IPv6Len + UDPLen + BTHLen
+)
+
+// icrcSum finishes an ICRC: h holds the masked IP and UDP headers in its
+// first n bytes and room for the BTH after them; pkt is the transport part
+// including its trailing 4-byte ICRC field, which is skipped.
+func icrcSum(h []byte, n int, pkt []byte) uint32 {
+	copy(h[n:n+BTHLen], pkt[:BTHLen])
+	h[n+4] = 0xff // FECN, BECN, reserved
+	crc := updateSmall(icrcSeed, h[:n+BTHLen])
 	return crc32.Update(crc, crc32.IEEETable, pkt[BTHLen:len(pkt)-ICRCLen])
 }
 
-// maskIPv4UDP masks the variant fields of a 28-byte IPv4+UDP header copy.
-func maskIPv4UDP(h *[IPv4Len + UDPLen]byte) {
+// maskIPv4UDP masks the variant fields of an IPv4+UDP header copy.
+func maskIPv4UDP(h []byte) {
 	h[1] = 0xff                             // TOS
 	h[8] = 0xff                             // TTL
 	h[10], h[11] = 0xff, 0xff               // header checksum
 	h[IPv4Len+6], h[IPv4Len+7] = 0xff, 0xff // UDP checksum
 }
 
-// maskIPv6UDP masks the variant fields of a 48-byte IPv6+UDP header copy.
-func maskIPv6UDP(h *[IPv6Len + UDPLen]byte) {
+// maskIPv6UDP masks the variant fields of an IPv6+UDP header copy.
+func maskIPv6UDP(h []byte) {
 	h[0] |= 0x0f                            // traffic class, high nibble
 	h[1], h[2], h[3] = 0xff, 0xff, 0xff     // traffic class low nibble, flow label
 	h[7] = 0xff                             // hop limit
@@ -77,13 +106,13 @@ func ICRCIPv4(ip *IPv4, udp *UDP, pkt []byte) (uint32, error) {
 	if len(pkt) < MinPacketLen {
 		return 0, errICRCShort
 	}
-	var h [IPv4Len + UDPLen]byte
+	var h [v4Pseudo]byte
 	if err := ip.Marshal(h[:]); err != nil {
 		return 0, err
 	}
 	_ = udp.Marshal(h[IPv4Len:])
-	maskIPv4UDP(&h)
-	return icrcFinish(updateSmall(icrcSeed, h[:]), pkt), nil
+	maskIPv4UDP(h[:])
+	return icrcSum(h[:], IPv4Len+UDPLen, pkt), nil
 }
 
 // ICRCIPv6 is ICRCIPv4 for IPv6.
@@ -91,13 +120,13 @@ func ICRCIPv6(ip *IPv6, udp *UDP, pkt []byte) (uint32, error) {
 	if len(pkt) < MinPacketLen {
 		return 0, errICRCShort
 	}
-	var h [IPv6Len + UDPLen]byte
+	var h [v6Pseudo]byte
 	if err := ip.Marshal(h[:]); err != nil {
 		return 0, err
 	}
 	_ = udp.Marshal(h[IPv6Len:])
-	maskIPv6UDP(&h)
-	return icrcFinish(updateSmall(icrcSeed, h[:]), pkt), nil
+	maskIPv6UDP(h[:])
+	return icrcSum(h[:], IPv6Len+UDPLen, pkt), nil
 }
 
 // ICRCRaw returns the ICRC of pkt (BTH through the ICRC field) given the raw
@@ -110,17 +139,17 @@ func ICRCRaw(ipHdr, udpHdr, pkt []byte) (uint32, error) {
 	}
 	switch {
 	case len(ipHdr) == IPv4Len && ipHdr[0]>>4 == 4:
-		var h [IPv4Len + UDPLen]byte
+		var h [v4Pseudo]byte
 		copy(h[:], ipHdr)
 		copy(h[IPv4Len:], udpHdr[:UDPLen])
-		maskIPv4UDP(&h)
-		return icrcFinish(updateSmall(icrcSeed, h[:]), pkt), nil
+		maskIPv4UDP(h[:])
+		return icrcSum(h[:], IPv4Len+UDPLen, pkt), nil
 	case len(ipHdr) == IPv6Len && ipHdr[0]>>4 == 6:
-		var h [IPv6Len + UDPLen]byte
+		var h [v6Pseudo]byte
 		copy(h[:], ipHdr)
 		copy(h[IPv6Len:], udpHdr[:UDPLen])
-		maskIPv6UDP(&h)
-		return icrcFinish(updateSmall(icrcSeed, h[:]), pkt), nil
+		maskIPv6UDP(h[:])
+		return icrcSum(h[:], IPv6Len+UDPLen, pkt), nil
 	}
 	return 0, errICRCIP
 }
@@ -183,7 +212,7 @@ func (p *IPv4Path) ICRC(id uint16, pkt []byte) (uint32, error) {
 	if len(pkt) > 0xffff-IPv4Len-UDPLen {
 		return 0, errICRCLong
 	}
-	var h [IPv4Len + UDPLen]byte
+	var h [v4Pseudo]byte
 	h[0] = 0x45
 	binary.BigEndian.PutUint16(h[2:], uint16(IPv4Len+UDPLen+len(pkt)))
 	binary.BigEndian.PutUint16(h[4:], id)
@@ -196,8 +225,8 @@ func (p *IPv4Path) ICRC(id uint16, pkt []byte) (uint32, error) {
 	binary.BigEndian.PutUint16(h[20:], p.SrcPort)
 	binary.BigEndian.PutUint16(h[22:], p.DstPort)
 	binary.BigEndian.PutUint16(h[24:], uint16(UDPLen+len(pkt)))
-	maskIPv4UDP(&h)
-	return icrcFinish(updateSmall(icrcSeed, h[:]), pkt), nil
+	maskIPv4UDP(h[:])
+	return icrcSum(h[:], IPv4Len+UDPLen, pkt), nil
 }
 
 // Seal computes the ICRC of pkt as ICRC does and stores it in pkt's last 4
@@ -229,7 +258,7 @@ func (p *IPv6Path) ICRC(pkt []byte) (uint32, error) {
 	if len(pkt) > 0xffff-UDPLen {
 		return 0, errICRCLong
 	}
-	var h [IPv6Len + UDPLen]byte
+	var h [v6Pseudo]byte
 	h[0] = 0x60
 	binary.BigEndian.PutUint16(h[4:], uint16(UDPLen+len(pkt)))
 	h[6] = ProtoUDP
@@ -238,8 +267,8 @@ func (p *IPv6Path) ICRC(pkt []byte) (uint32, error) {
 	binary.BigEndian.PutUint16(h[40:], p.SrcPort)
 	binary.BigEndian.PutUint16(h[42:], p.DstPort)
 	binary.BigEndian.PutUint16(h[44:], uint16(UDPLen+len(pkt)))
-	maskIPv6UDP(&h)
-	return icrcFinish(updateSmall(icrcSeed, h[:]), pkt), nil
+	maskIPv6UDP(h[:])
+	return icrcSum(h[:], IPv6Len+UDPLen, pkt), nil
 }
 
 // Seal computes the ICRC of pkt and stores it in pkt's last 4 bytes.
