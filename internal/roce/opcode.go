@@ -191,6 +191,16 @@ type Layout struct {
 	Payload   bool   // whether the opcode carries payload (possibly empty)
 }
 
+// Has reports whether the layout includes extension header e.
+func (l Layout) Has(e Ext) bool {
+	for i := 0; i < l.NumExt && i < len(l.Ext); i++ {
+		if l.Ext[i] == e {
+			return true
+		}
+	}
+	return false
+}
+
 type opInfo struct {
 	name   string
 	kind   Kind

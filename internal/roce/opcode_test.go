@@ -78,6 +78,15 @@ func TestOpcodeTable(t *testing.T) {
 		if diff := cmp.Diff(tt.ext, ext); diff != "" {
 			t.Errorf("%v: extension headers (-want +got):\n%s", tt.op, diff)
 		}
+		for _, e := range []Ext{ExtRETH, ExtAETH, ExtAtomicETH, ExtAtomicAck, ExtImmDt, ExtDETH, ExtIETH, ExtFETH, ExtCNPPad} {
+			in := false
+			for _, x := range tt.ext {
+				in = in || x == e
+			}
+			if l.Has(e) != in {
+				t.Errorf("%v: Layout().Has(%v) = %v", tt.op, e, l.Has(e))
+			}
+		}
 		if l.HeaderLen != hl {
 			t.Errorf("%v: HeaderLen %d, want %d", tt.op, l.HeaderLen, hl)
 		}
