@@ -30,21 +30,32 @@ const Built = true
 // Without kernel RDMA support (no uverbs) the list is empty and the error
 // nil, as on a machine with no RDMA device.
 func (Provider) Devices() ([]verbsio.DeviceInfo, error) {
+	devs, free, err := deviceList()
+	if err != nil {
+		return []verbsio.DeviceInfo{}, err
+	}
+	defer free()
+	out := make([]verbsio.DeviceInfo, 0, len(devs))
+	for _, d := range devs {
+		out = append(out, deviceInfo(d))
+	}
+	return out, nil
+}
+
+// deviceList returns ibv_get_device_list's devices and the function that
+// frees the list. No kernel RDMA support (ENOSYS: no uverbs) is an empty
+// list, not an error.
+func deviceList() ([]*C.struct_ibv_device, func(), error) {
 	var n C.int
 	list, err := C.ibv_get_device_list(&n)
 	if list == nil {
 		e := errnoOf(err, unix.EIO)
 		if e == unix.ENOSYS || e == unix.ENOENT {
-			return []verbsio.DeviceInfo{}, nil
+			return nil, func() {}, nil
 		}
-		return []verbsio.DeviceInfo{}, verbsio.Errorf("get_device_list", e, "libibverbs could not list the RDMA devices")
+		return nil, nil, verbsio.Errorf("get_device_list", e, "libibverbs could not list the RDMA devices")
 	}
-	defer C.ibv_free_device_list(list)
-	out := make([]verbsio.DeviceInfo, 0, int(n))
-	for _, d := range unsafe.Slice(list, int(n)) {
-		out = append(out, deviceInfo(d))
-	}
-	return out, nil
+	return unsafe.Slice(list, int(n)), func() { C.ibv_free_device_list(list) }, nil
 }
 
 func deviceInfo(d *C.struct_ibv_device) verbsio.DeviceInfo {
@@ -94,14 +105,13 @@ func be64(v uint64) uint64 {
 
 // Open implements verbsio.Provider with ibv_open_device.
 func (Provider) Open(name string) (verbsio.ContextImpl, error) {
-	var n C.int
-	list, err := C.ibv_get_device_list(&n)
-	if list == nil {
-		return nil, verbsio.Errorf("open_device", errnoOf(err, unix.ENODEV), "libibverbs lists no RDMA devices, so %q cannot be opened", name)
+	devs, free, err := deviceList()
+	if err != nil {
+		return nil, err
 	}
-	defer C.ibv_free_device_list(list)
+	defer free()
 	var names []string
-	for _, d := range unsafe.Slice(list, int(n)) {
+	for _, d := range devs {
 		dn := C.GoString(C.ibv_get_device_name(d))
 		if dn != name {
 			names = append(names, dn)
@@ -119,7 +129,9 @@ func (Provider) Open(name string) (verbsio.ContextImpl, error) {
 		return newContext(name, ctx), nil
 	}
 	detail := "no RDMA device named " + name
-	if len(names) > 0 {
+	if len(devs) == 0 {
+		detail += "; libibverbs sees no RDMA device on this machine"
+	} else {
 		detail += "; libibverbs lists: " + strings.Join(names, ", ")
 	}
 	return nil, &verbsio.Error{Op: "open_device", Errno: unix.ENODEV, Detail: detail}

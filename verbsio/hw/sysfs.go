@@ -6,7 +6,6 @@ import (
 	"os"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/rperf/rperf/internal/sysfs"
@@ -83,7 +82,7 @@ func sysfsNetdev(fsys fs.FS, dev string) string {
 // sysfsPortNetdev returns the netdev of GID index 0 of a port
 // (gid_attrs/ndevs/0), falling back to the device's netdev.
 func sysfsPortNetdev(fsys fs.FS, dev string, port int) string {
-	if s, err := readAttr(fsys, dev, path.Join("ports", strconv.Itoa(port), "gid_attrs", "ndevs", "0")); err == nil && s != "" {
+	if s := sysfsGIDNetdev(fsys, dev, port, 0); s != "" {
 		return s
 	}
 	return sysfsNetdev(fsys, dev)

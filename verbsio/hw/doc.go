@@ -1,0 +1,76 @@
+// Package hw is rperf's verbsio provider for kernel RDMA devices (mlx5,
+// irdma, bnxt_re, efa, rxe, siw, ...), named "ibverbs". Importing it
+// registers the provider.
+//
+// # Two builds
+//
+// The default build (no tag, CGO_ENABLED=0) stays pure Go and static. In it
+// the provider lists the devices the kernel shows in /sys/class/infiniband
+// (read-only, best effort; an empty list without error where there are
+// none), and Open fails with a *verbsio.UnsupportedError that names the
+// device and says how to get a build that can open it.
+//
+// Built with the ibverbs tag on Linux with cgo (make build-ibverbs, which
+// needs libibverbs-dev), the provider drives the devices through rdma-core's
+// libibverbs. That binary links libibverbs dynamically, and the device's
+// user-space driver (libmlx5, librxe, ...) must be installed where it runs.
+// Built reports which build this is.
+//
+// cgo, not purego: ibv_post_send, ibv_post_recv and ibv_poll_cq are static
+// inline functions in verbs.h that jump through the context's ops table, so
+// no symbol exists to dlopen; and purego would make the default binary
+// dynamic.
+//
+// # One crossing per batch
+//
+// A cgo call costs about 300 ns, as much as a small RDMA operation, so the
+// fast path crosses once per batch, never once per work request. Each QP
+// (and SRQ) owns a block of C memory, calloc'd at creation, with room for
+// min(max_send_wr, 4096) struct ibv_send_wr and their max_send_sge SGEs
+// each (likewise for receives). PostSend writes the []verbsio.SendWR into
+// that block through pure-Go mirrors of the C structs, chains the requests
+// with next pointers inside the block, and calls one small C function that
+// runs ibv_post_send on the chain and returns the errno and the index of
+// bad_wr. Each CQ owns a C array of struct ibv_wc; Poll fills it with one
+// ibv_poll_cq and converts. Neither allocates. The mirrors are checked
+// against the C structs at compile time (layout_cgo.go) and the packing is
+// unit-tested in every build, and in the ibverbs build against a fake
+// libibverbs provider (internal/fakeverbs) whose post and poll functions
+// read and write the real C structs.
+//
+// # Memory
+//
+// cgo forbids C from keeping a pointer to Go memory after a call returns,
+// unless the memory is pinned. A memory region is exactly that: the kernel
+// and the NIC keep the address and DMA to it until deregistration. So:
+//
+//   - (*verbsio.Context).Alloc returns anonymous mmap'd memory, page-aligned
+//     and outside the Go heap. It is the memory to register: RegMR uses it
+//     as it is. Free unmaps it (EBUSY while a region covers it), and Close
+//     unmaps whatever is left, after which it must not be touched.
+//   - Any other buffer (ordinary Go memory) is pinned by RegMR with a
+//     runtime.Pinner held by the region until Dereg or Close, so the
+//     garbage collector can neither free nor reuse it while the device may
+//     write into it. Pinning holds the whole Go allocation the buffer
+//     belongs to.
+//
+// Work requests and SGLs are copied into C memory at post time; no Go
+// pointer is ever handed to libibverbs on the fast path. SGE addresses are
+// plain integers that the device checks against the region's lkey.
+//
+// # Waiting
+//
+// Every CQ gets its own completion channel (one file descriptor). Wait arms
+// the CQ with ibv_req_notify_cq, polls once to catch a completion that
+// arrived before the arming, then sleeps in poll(2) on the channel's fd
+// until an event or the timeout; it does not busy-poll. A completion that
+// Wait takes out of the CQ is returned first by the next Poll.
+//
+// # Ownership and errors
+//
+// As everywhere in verbsio, a QP, SRQ or CQ belongs to one goroutine at a
+// time; setup calls lock the context. Verbs calls that fail return
+// *verbsio.Error with the errno libibverbs reported and a detail; on the
+// fast path these errors are preallocated. Remote faults arrive as
+// completion statuses, as in verbs.
+package hw

@@ -1,0 +1,73 @@
+//go:build linux && cgo && ibverbs
+
+#ifndef RPERF_FAKEVERBS_H
+#define RPERF_FAKEVERBS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#define FAKE_MAX 64
+#define FAKE_SGE 4
+
+// One work request as the fake provider read it from the chain.
+struct fake_send {
+	uint64_t wr_id;
+	uint32_t opcode;
+	uint32_t flags;
+	uint32_t imm;
+	int num_sge;
+	struct ibv_sge sge[FAKE_SGE];
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint64_t compare_add;
+	uint64_t swap;
+	uintptr_t ah;
+	uint32_t remote_qpn;
+	uint32_t remote_qkey;
+};
+
+struct fake_recv {
+	uint64_t wr_id;
+	int num_sge;
+	struct ibv_sge sge[FAKE_SGE];
+};
+
+struct fake {
+	struct ibv_context ctx; // first, so that obj->context casts back
+	struct ibv_qp qp;
+	struct ibv_cq cq;
+	struct ibv_srq srq;
+	int fail_at;    // index in a chain to refuse, -1: none
+	int fail_errno; // the errno to return then
+	int null_bad;   // refuse without setting bad_wr
+	int post_calls;
+	int nsend;
+	struct fake_send send[FAKE_MAX];
+	int nrecv;
+	struct fake_recv recv[FAKE_MAX];
+	int nwc, wcpos;
+	struct ibv_wc wc[FAKE_MAX];
+	int poll_calls;
+	int poll_err;
+	int notify_calls;
+};
+
+struct fake *fake_new(void);
+
+enum {
+	fake_off_send_imm = offsetof(struct ibv_send_wr, imm_data),
+	fake_off_send_rdma_addr = offsetof(struct ibv_send_wr, wr.rdma.remote_addr),
+	fake_off_send_rdma_rkey = offsetof(struct ibv_send_wr, wr.rdma.rkey),
+	fake_off_send_atomic_addr = offsetof(struct ibv_send_wr, wr.atomic.remote_addr),
+	fake_off_send_atomic_compare = offsetof(struct ibv_send_wr, wr.atomic.compare_add),
+	fake_off_send_atomic_swap = offsetof(struct ibv_send_wr, wr.atomic.swap),
+	fake_off_send_atomic_rkey = offsetof(struct ibv_send_wr, wr.atomic.rkey),
+	fake_off_send_ud_ah = offsetof(struct ibv_send_wr, wr.ud.ah),
+	fake_off_send_ud_qpn = offsetof(struct ibv_send_wr, wr.ud.remote_qpn),
+	fake_off_send_ud_qkey = offsetof(struct ibv_send_wr, wr.ud.remote_qkey),
+	fake_off_wc_imm = offsetof(struct ibv_wc, imm_data),
+	fake_off_wc_dlid_path_bits = offsetof(struct ibv_wc, dlid_path_bits),
+};
+
+#endif
