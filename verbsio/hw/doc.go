@@ -29,14 +29,14 @@
 // BenchmarkFakePostSend: 54 ns for a batch of 1, 22 ns per request in
 // batches of 64, provider work excluded). Both costs are per call, so the
 // fast path crosses once per batch, never once per work request, and
-// providers such as mlx5 ring one doorbell per chain. Each QP (and SRQ) owns a block of C
-// memory, calloc'd at creation, with room for min(max_send_wr, 4096) struct
-// ibv_send_wr and their max_send_sge SGEs each (likewise for receives).
-// PostSend writes the []verbsio.SendWR into that block through pure-Go
-// mirrors of the C structs, chains the requests with next pointers inside
-// the block, and calls one small C function that runs ibv_post_send on the
-// chain and returns the errno and the index of bad_wr. Each CQ owns a C
-// array of struct ibv_wc; Poll fills it with one ibv_poll_cq and converts.
+// providers such as mlx5 ring one doorbell per chain. Each QP (and SRQ) owns
+// a block of C memory, calloc'd at creation, with room for min(max_send_wr,
+// 4096) struct ibv_send_wr and their max_send_sge SGEs each (likewise for
+// receives). PostSend writes the []verbsio.SendWR into that block through
+// pure-Go mirrors of the C structs, chains the requests with next pointers
+// inside the block, and calls one small C function that runs ibv_post_send
+// on the chain and returns the errno and the index of bad_wr. Each CQ owns a
+// C array of struct ibv_wc; Poll fills it with one ibv_poll_cq and converts.
 // Neither allocates. The mirrors are checked against the C structs at
 // compile time (layout_cgo.go) and the packing is unit-tested in every
 // build, and in the ibverbs build against a fake libibverbs provider

@@ -4,6 +4,7 @@ package hw
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"testing"
 	"testing/fstest"
@@ -36,17 +37,14 @@ func TestStubOpen(t *testing.T) {
 }
 
 // withSysfsRoot points the provider at fsys for the test.
-func withSysfsRoot(t *testing.T, fsys fstest.MapFS) {
+func withSysfsRoot(t *testing.T, fsys fs.FS) {
 	old := sysfsRoot
 	sysfsRoot = fsys
 	t.Cleanup(func() { sysfsRoot = old })
-	if fsys == nil {
-		sysfsRoot = os.DirFS("testdata/sys")
-	}
 }
 
 func TestStubDevices(t *testing.T) {
-	withSysfsRoot(t, nil)
+	withSysfsRoot(t, os.DirFS("testdata/sys"))
 	devs, err := Provider{}.Devices()
 	if err != nil || len(devs) != 3 || devs[0].Name != "mlx5_0" || devs[0].Fabric != "" {
 		t.Errorf("Devices() = %+v, %v; want the fixture's 3 devices", devs, err)
