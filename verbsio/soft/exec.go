@@ -458,12 +458,11 @@ func (q *qp) deliver(pos uint32, w *ring.SendWQE, p *peer, t recvTarget, reliabl
 		releaseAll(q.refs[:nrefs])
 		return fail(verbsio.StatusLocLenErr, verbsio.StatusRemInvReqErr)
 	}
-	var grh [grhSize]byte
 	srcs := q.src[:n]
 	if ud {
-		q.fillGRH(&grh, p, total)
+		q.fillGRH(&q.grh, p, total)
 	}
-	if !q.copyOut(p, q.refs[:nrefs], grh[:], ud, srcs) {
+	if !q.copyOut(p, q.refs[:nrefs], q.grh[:], ud, srcs) {
 		releaseAll(q.refs[:nrefs])
 		return fail(verbsio.StatusLocProtErr, verbsio.StatusRemOpErr)
 	}

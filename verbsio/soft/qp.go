@@ -52,6 +52,7 @@ type qp struct {
 	refs  []remoteRef
 	iov   []unix.Iovec
 	riov  []unix.RemoteIovec
+	grh   [grhSize]byte
 }
 
 var _ verbsio.QPImpl = (*qp)(nil)

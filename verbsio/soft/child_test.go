@@ -1,0 +1,219 @@
+package soft_test
+
+import (
+	"bufio"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/verbstest"
+	"golang.org/x/sys/unix"
+)
+
+// childSide is the child's context, QP and two buffers: one from Alloc
+// (shared memory) and one of ordinary Go memory.
+type childSide struct {
+	ctx    *verbsio.Context
+	pd     *verbsio.PD
+	cq     *verbsio.CQ
+	qp     *verbsio.QP
+	shared *verbsio.MR
+	plain  *verbsio.MR
+	gid    verbsio.GID
+}
+
+func newChildSide(size int) (*childSide, error) {
+	ctx, err := verbsio.Open("shm0")
+	if err != nil {
+		return nil, err
+	}
+	s := &childSide{ctx: ctx}
+	if s.pd, err = ctx.AllocPD(); err != nil {
+		return nil, err
+	}
+	if s.cq, err = ctx.CreateCQ(1024); err != nil {
+		return nil, err
+	}
+	if s.qp, err = s.pd.CreateQP(verbsio.QPInitAttr{Type: verbsio.QPTypeRC, SendCQ: s.cq, RecvCQ: s.cq,
+		Cap: verbsio.QPCap{MaxSendWR: 256, MaxRecvWR: 512, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 64}}); err != nil {
+		return nil, err
+	}
+	buf, err := ctx.Alloc(size)
+	if err != nil {
+		return nil, err
+	}
+	if s.shared, err = s.pd.RegMR(buf, verbstest.AllAccess); err != nil {
+		return nil, err
+	}
+	if s.plain, err = s.pd.RegMR(make([]byte, size), verbsio.AccessLocalWrite|verbsio.AccessRemoteWrite|verbsio.AccessRemoteRead); err != nil {
+		return nil, err
+	}
+	g, err := ctx.QueryGID(1, 0)
+	s.gid = g.GID
+	return s, err
+}
+
+func (s *childSide) endpoint(mr *verbsio.MR) verbsio.Endpoint {
+	return verbsio.Endpoint{QPN: s.qp.QPN(), GID: s.gid, RKey: mr.RKey(), VAddr: mr.Addr()}
+}
+
+// runChild runs a child role; its exit status is the process's.
+func runChild(role string) int {
+	in := bufio.NewReader(os.Stdin)
+	line := func() string {
+		s, err := in.ReadString('\n')
+		if err != nil {
+			os.Exit(3)
+		}
+		return strings.TrimSpace(s)
+	}
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	size := 1 << 20
+	if v := os.Getenv("RPERF_SOFT_SIZE"); v != "" {
+		size, _ = strconv.Atoi(v)
+	}
+	s, err := newChildSide(size)
+	if err != nil {
+		return fail(err)
+	}
+	defer s.ctx.Close()
+	fmt.Println(formatEndpoint(s.endpoint(s.shared)))
+	fmt.Println(formatEndpoint(s.endpoint(s.plain)))
+	remote, err := parseEndpoint(line())
+	if err != nil {
+		return fail(err)
+	}
+	if err := s.qp.Connect(s.endpoint(s.shared), remote, verbsio.ConnectOptions{Access: verbsio.AccessRemoteWrite | verbsio.AccessRemoteRead | verbsio.AccessRemoteAtomic}); err != nil {
+		return fail(err)
+	}
+	fmt.Println("ready")
+	switch role {
+	case "target":
+		// Passive: the parent reads and writes our memory; we only wait.
+		line()
+		fmt.Printf("%08x %08x\n", crc32.ChecksumIEEE(s.shared.Buf()), crc32.ChecksumIEEE(s.plain.Buf()))
+		line()
+	case "sink":
+		// Receive SENDs for ever, reposting each buffer.
+		for i := 0; i < 512; i++ {
+			s.qp.PostRecv([]verbsio.RecvWR{{ID: uint64(i), SGL: []verbsio.SGE{s.shared.SGE(i*64%size, 64)}}})
+		}
+		wcs := make([]verbsio.WC, 64)
+		for {
+			n, err := s.cq.Poll(wcs)
+			if err != nil {
+				return fail(err)
+			}
+			for _, wc := range wcs[:n] {
+				s.qp.PostRecv([]verbsio.RecvWR{{ID: wc.ID, SGL: []verbsio.SGE{s.shared.SGE(int(wc.ID)*64%size, 64)}}})
+			}
+		}
+	case "pingpong":
+		// perftest's write_lat responder, interleaved round by round with a
+		// bare shared-memory counter ping-pong over fd 3 (the reference).
+		rounds, _ := strconv.Atoi(line())
+		m, _ := strconv.Atoi(line())
+		msg, _ := strconv.Atoi(line())
+		pin(1)
+		bare, err := mapBare()
+		if err != nil {
+			return fail(err)
+		}
+		for r := 0; r < rounds; r++ {
+			if err := barePong(bare, r*m, m); err != nil {
+				return fail(err)
+			}
+			if err := writePong(s, remote, r*m, m, msg); err != nil {
+				return fail(err)
+			}
+		}
+		fmt.Println("done")
+		line()
+	default:
+		return fail(fmt.Errorf("unknown role %q", role))
+	}
+	return 0
+}
+
+// pin binds the calling goroutine's thread to cpu (modulo the CPUs
+// present), so that two spinning processes do not share a core.
+func pin(cpu int) {
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Set(cpu % runtime.NumCPU())
+	unix.SchedSetaffinity(0, &set)
+}
+
+func mapBare() ([]byte, error) {
+	return unix.Mmap(3, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+}
+
+// barePong answers m rounds of the bare ping-pong: the parent writes
+// counter values into the first word, we echo them into the second.
+func barePong(mem []byte, base, m int) error {
+	ping := (*atomic.Uint64)(unsafe.Pointer(&mem[0]))
+	pong := (*atomic.Uint64)(unsafe.Pointer(&mem[64]))
+	deadline := time.Now().Add(time.Minute)
+	for i := base + 1; i <= base+m; i++ {
+		for spins := 0; ping.Load() != uint64(i); spins++ {
+			if spins&0xfffff == 0 && time.Now().After(deadline) {
+				return fmt.Errorf("bare ping-pong stalled at %d", i)
+			}
+		}
+		pong.Store(uint64(i))
+	}
+	return nil
+}
+
+// writePong is perftest's write_lat loop on the passive side for m
+// iterations: wait until the last byte of our buffer holds the iteration
+// counter, then write our counter into the peer's buffer.
+func writePong(s *childSide, remote verbsio.Endpoint, base, m, size int) error {
+	buf := s.shared.Buf()
+	wr := []verbsio.SendWR{{Opcode: verbsio.OpRDMAWrite, SGL: []verbsio.SGE{s.shared.SGE(size, size)},
+		Remote: verbsio.RemoteAddr{Addr: remote.VAddr, RKey: remote.RKey}}}
+	if size <= 64 {
+		wr[0].Flags |= verbsio.SendInline
+	}
+	out := s.shared.Buf()[size : 2*size]
+	wcs := make([]verbsio.WC, 16)
+	deadline := time.Now().Add(time.Minute)
+	for i := base + 1; i <= base+m; i++ {
+		want := byte(i)
+		for spins := 0; atomicLoadByte(&buf[size-1]) != want; spins++ {
+			if spins&0xfffff == 0 && time.Now().After(deadline) {
+				return fmt.Errorf("write ping-pong stalled at %d", i)
+			}
+		}
+		out[size-1] = want
+		if i%64 == 0 {
+			wr[0].Flags |= verbsio.SendSignaled
+		}
+		if _, err := s.qp.PostSend(wr); err != nil {
+			return err
+		}
+		if wr[0].Flags&verbsio.SendSignaled != 0 {
+			wr[0].Flags &^= verbsio.SendSignaled
+			if _, err := s.cq.Poll(wcs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// atomicLoadByte reads a byte that another process writes.
+func atomicLoadByte(b *byte) byte {
+	p := (*atomic.Uint32)(unsafe.Pointer(uintptr(unsafe.Pointer(b)) &^ 3))
+	return byte(p.Load() >> (8 * (uintptr(unsafe.Pointer(b)) & 3)))
+}
