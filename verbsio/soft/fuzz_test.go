@@ -69,8 +69,8 @@ func newSideNoCleanup(cfg verbstest.PairConfig) (*verbstest.Side, error) {
 // noCleanup lets the fuzz fixture outlive a single input.
 type noCleanup struct{ testing.TB }
 
-func (noCleanup) Helper()                    {}
-func (noCleanup) Cleanup(func())             {}
+func (noCleanup) Helper()                   {}
+func (noCleanup) Cleanup(func())            {}
 func (noCleanup) Fatalf(f string, a ...any) { panic(errorf(f, a...)) }
 
 type fuzzError string
