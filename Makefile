@@ -1,0 +1,68 @@
+# rperf — build, test, benchmark, fuzz.
+#
+#   make build          static, pure-Go binaries in bin/ (rperf, rdiag)
+#   make test           format check, vet, all tests, race tests of the engine
+#   make bench          Go benchmarks (-count=5) into bench.txt
+#   make fuzz           every fuzz target for FUZZTIME each
+#   make build-ibverbs  rdiag/rperf with the rdma-core provider (needs libibverbs-dev)
+
+GO       ?= go
+FUZZTIME ?= 60s
+BIN      := bin
+CMDS     := $(wildcard cmd/*)
+
+.PHONY: all build test fmt-check vet test-unit test-race test-ibverbs bench fuzz build-ibverbs clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ $(addprefix ./,$(CMDS))
+	@for b in $(notdir $(CMDS)); do \
+		file $(BIN)/$$b 2>/dev/null | grep -q 'statically linked' || { echo "$(BIN)/$$b is not statically linked"; exit 1; }; \
+	done
+
+test: fmt-check vet build test-unit test-race test-ibverbs
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	CGO_ENABLED=0 $(GO) vet ./...
+
+test-unit:
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 15m ./...
+
+test-race:
+	CGO_ENABLED=1 $(GO) test -count=1 -race -timeout 15m ./verbsio/... ./internal/cli/...
+
+# The hardware provider's cgo build: compiled, vetted and unit-tested
+# (its device tests say when no RDMA device exists).
+test-ibverbs:
+	@if [ -f /usr/include/infiniband/verbs.h ]; then \
+		echo "CGO_ENABLED=1 $(GO) vet -tags ibverbs ./verbsio/hw/..."; \
+		CGO_ENABLED=1 $(GO) vet -tags ibverbs ./verbsio/hw/... && \
+		CGO_ENABLED=1 $(GO) test -count=1 -tags ibverbs ./verbsio/hw/...; \
+	else \
+		echo "NOTE: libibverbs-dev is not installed, so the ibverbs (cgo) provider was not compiled."; \
+		echo "      apt-get install -y libibverbs-dev   (.ci/run installs it)"; \
+	fi
+
+build-ibverbs:
+	@mkdir -p $(BIN)
+	CGO_ENABLED=1 $(GO) build -tags ibverbs -o $(BIN)/ $(addprefix ./,$(CMDS))
+
+bench:
+	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchmem -count=5 -timeout 60m ./... | tee bench.txt
+
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+clean:
+	rm -rf $(BIN) bench.txt
