@@ -1,0 +1,460 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/cm"
+)
+
+// Verb is the operation a test measures.
+type Verb uint8
+
+// Verbs, as perftest's VerbType (without the _IMM variants).
+const (
+	Send Verb = iota
+	Write
+	Read
+	Atomic
+)
+
+var verbNames = [...]string{"send", "write", "read", "atomic"}
+
+// String returns "send", "write", "read" or "atomic".
+func (v Verb) String() string {
+	if int(v) < len(verbNames) {
+		return verbNames[v]
+	}
+	return fmt.Sprintf("Verb(%d)", v)
+}
+
+// Opcode returns the opcode of the verb's work requests; atomic is the
+// given atomic opcode.
+func (v Verb) Opcode(atomic verbsio.Opcode) verbsio.Opcode {
+	switch v {
+	case Send:
+		return verbsio.OpSend
+	case Write:
+		return verbsio.OpRDMAWrite
+	case Read:
+		return verbsio.OpRDMARead
+	}
+	return atomic
+}
+
+// GRHSize is the space a UD receive needs before the payload for the
+// Global Routing Header.
+const GRHSize = 40
+
+// StopImm is the immediate data of the SEND_WITH_IMM that ends a SEND
+// test's stream on a QP: its last message in iterations mode, an extra
+// message after the run in duration mode. The receiver counts the QP as
+// done when it sees it.
+const StopImm uint32 = 0x72706631 // "rpf1"
+
+// ProbeID is the work request ID of liveness probes; loops skip completions
+// that carry it.
+const ProbeID = ^uint64(0)
+
+// DefaultStallTimeout is the stall timeout used when Spec.StallTimeout is 0.
+const DefaultStallTimeout = 60 * time.Second
+
+// Spec describes the connection a test needs.
+type Spec struct {
+	Verb    Verb
+	Type    verbsio.QPType
+	QPs     int // 0 means 1
+	MaxSize int // the largest message the test sends
+	// TxDepth is the send queue depth per QP; RxDepth the receives kept
+	// posted per QP in SEND tests (ignored otherwise).
+	TxDepth, RxDepth int
+	// Inline is the largest inline payload asked for at QP creation.
+	Inline int
+	// OutReads is the READ/atomic depth offered as responder and used as
+	// initiator (capped by the peer's); 0 means the device's maximum.
+	OutReads  int
+	QPTimeout uint8       // ACK timeout exponent (perftest -u); 0 means 14
+	Port      uint8       // device port; 0 means 1
+	MTU       verbsio.MTU // 0 means the port's active MTU
+	// Params describes the test for the rperf-to-rperf parameter check.
+	Params cm.Params
+	// StallTimeout bounds every wait for the peer; 0 means
+	// DefaultStallTimeout.
+	StallTimeout time.Duration
+}
+
+// Info describes an established session, for reports and headers.
+type Info struct {
+	Device      verbsio.DeviceInfo
+	Server      bool
+	MTU         int    // path MTU in bytes, the smaller of both sides'
+	PeerVersion string // what the peer advertised in the version exchange
+	PeerRperf   bool   // the peer is rperf (parameters were checked)
+	TxDepth     int
+	RxDepth     int // 0 unless SEND
+	Inline      int // max inline data granted
+	OutReads    int
+	// Local and Remote are the key messages exchanged, one per QP.
+	Local, Remote []cm.Dest
+}
+
+// QP is one test queue pair with its regions and its peer's.
+type QP struct {
+	*verbsio.QP
+	Index   int
+	SendOff int // offset of the send region in Session.Buf
+	RecvOff int // offset of the receive region
+	// Remote is the peer's receive region for this QP.
+	Remote verbsio.RemoteAddr
+	// UD addresses the peer for UD QPs.
+	UD verbsio.UDAddr
+
+	recv [1]verbsio.RecvWR
+	sge  [1]verbsio.SGE
+}
+
+// Session is a connected set of QPs and the connection they were set up
+// over. Its loops are driven by one goroutine.
+type Session struct {
+	Dev    *verbsio.Context
+	Conn   *cm.Conn
+	Spec   Spec
+	Server bool
+	Peer   cm.Peer
+	MTU    verbsio.MTU
+
+	DevAttr  verbsio.DeviceAttr
+	PortAttr verbsio.PortAttr
+
+	PD     *verbsio.PD
+	MR     *verbsio.MR
+	Buf    []byte
+	SendCQ *verbsio.CQ
+	RecvCQ *verbsio.CQ // SEND tests; SendCQ otherwise
+	QPs    []*QP
+	// Region is the size of each send and receive region.
+	Region int
+
+	Local, Remote []cm.Dest
+
+	ahs      []*verbsio.AH
+	outReads int
+	probeWR  [1]verbsio.SendWR
+	wcs      [1]verbsio.WC // send CQ scratch (WaitSend, probes)
+	rwcs     [1]verbsio.WC // receive CQ scratch (WaitRecv)
+
+	// A liveness probe is outstanding (see Waiter); the next may go at
+	// nextProbe.
+	probing   bool
+	nextProbe int64
+}
+
+// SetupError marks an error from connection setup (before any
+// measurement), so callers can tell it from a failure mid-run.
+type SetupError struct{ Err error }
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// Open sets up a session over conn on dev, as described in the package
+// documentation. On error everything created is released and conn is
+// closed.
+func Open(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, spec Spec) (*Session, error) {
+	s := &Session{Dev: dev, Conn: conn, Spec: spec, Server: conn.IsServer()}
+	if err := s.open(ctx); err != nil {
+		s.Close(ctx, false)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Session) open(ctx context.Context) error {
+	sp := &s.Spec
+	if sp.QPs <= 0 {
+		sp.QPs = 1
+	}
+	if sp.Port == 0 {
+		sp.Port = 1
+	}
+	if sp.QPTimeout == 0 {
+		sp.QPTimeout = 14
+	}
+	if sp.StallTimeout <= 0 {
+		sp.StallTimeout = DefaultStallTimeout
+	}
+	if sp.MaxSize < 1 || sp.TxDepth < 1 || (sp.Verb == Send && sp.RxDepth < 1) {
+		return fmt.Errorf("session: invalid spec (size %d, tx depth %d, rx depth %d)", sp.MaxSize, sp.TxDepth, sp.RxDepth)
+	}
+	var err error
+	if s.DevAttr, err = s.Dev.QueryDevice(); err != nil {
+		return fmt.Errorf("query device %s: %w", s.Dev.Device.Name, err)
+	}
+	if s.PortAttr, err = s.Dev.QueryPort(sp.Port); err != nil {
+		return fmt.Errorf("query port %d of %s: %w", sp.Port, s.Dev.Device.Name, err)
+	}
+	if s.PortAttr.State != verbsio.PortActive {
+		return fmt.Errorf("port %d of %s is %s, not ACTIVE; bring the link up (rdiag ports shows why)", sp.Port, s.Dev.Device.Name, s.PortAttr.State)
+	}
+	mtu := s.PortAttr.ActiveMTU
+	if sp.MTU.Valid() && sp.MTU < mtu {
+		mtu = sp.MTU
+	}
+	s.outReads = sp.OutReads
+	if s.outReads <= 0 || s.outReads > s.DevAttr.MaxQPRdAtom {
+		s.outReads = s.DevAttr.MaxQPRdAtom
+	}
+	s.outReads = min(s.outReads, 255)
+
+	// 1. Handshake: versions, page size, MTU, parameters.
+	s.Peer, err = s.Conn.Handshake(ctx, cm.Hello{MTU: cm.MTU(mtu), Params: sp.Params})
+	if err != nil {
+		return &SetupError{Err: err}
+	}
+	s.MTU = verbsio.MTU(s.Peer.MTU)
+	if !s.MTU.Valid() {
+		s.MTU = mtu
+	}
+
+	// 2. Resources.
+	if err := s.createResources(); err != nil {
+		return &SetupError{Err: err}
+	}
+
+	// 3. Keys, one exchange per QP.
+	gid, err := s.Dev.QueryGID(sp.Port, 0)
+	if err != nil {
+		return &SetupError{Err: fmt.Errorf("query GID 0 of port %d: %w", sp.Port, err)}
+	}
+	s.Local = make([]cm.Dest, len(s.QPs))
+	s.Remote = make([]cm.Dest, len(s.QPs))
+	for i, q := range s.QPs {
+		s.Local[i] = cm.Dest{
+			LID: s.PortAttr.LID, OutReads: uint16(s.outReads), QPN: q.QPN(), PSN: rand.Uint32() & 0xffffff,
+			RKey: s.MR.RKey(), VAddr: s.MR.Addr() + uint64(q.RecvOff), GID: gid.GID, HasGID: true,
+		}
+	}
+	for i := range s.QPs {
+		if s.Remote[i], err = s.Conn.ExchangeKeys(ctx, s.Local[i]); err != nil {
+			return &SetupError{Err: err}
+		}
+	}
+
+	// 4. Connect, address handles, receives.
+	for i, q := range s.QPs {
+		if err := s.connect(q, s.Local[i], s.Remote[i]); err != nil {
+			return &SetupError{Err: err}
+		}
+	}
+	if sp.Verb == Send {
+		for _, q := range s.QPs {
+			if err := s.PostRecvs(q, sp.RxDepth); err != nil {
+				return &SetupError{Err: err}
+			}
+		}
+	}
+
+	// 5. Both sides are at RTS with receives posted before either sends.
+	if err := s.Conn.Barrier(ctx, 0); err != nil {
+		return &SetupError{Err: err}
+	}
+	return nil
+}
+
+func (s *Session) createResources() error {
+	sp := &s.Spec
+	name := s.Dev.Device.Name
+	var err error
+	if s.PD, err = s.Dev.AllocPD(); err != nil {
+		return fmt.Errorf("allocate a protection domain on %s: %w", name, err)
+	}
+	sendCQE := sp.QPs*(sp.TxDepth+1) + 16
+	if sendCQE > s.DevAttr.MaxCQE {
+		return fmt.Errorf("%d QPs with a send queue of %d need a CQ of %d entries, more than %s's %d: use fewer QPs (-q) or a smaller tx depth (-t)",
+			sp.QPs, sp.TxDepth, sendCQE, name, s.DevAttr.MaxCQE)
+	}
+	if s.SendCQ, err = s.Dev.CreateCQ(sendCQE); err != nil {
+		return fmt.Errorf("create a send CQ of %d entries on %s: %w", sendCQE, name, err)
+	}
+	s.RecvCQ = s.SendCQ
+	if sp.Verb == Send {
+		recvCQE := sp.QPs*sp.RxDepth + 16
+		if recvCQE > s.DevAttr.MaxCQE {
+			return fmt.Errorf("%d QPs with %d receives each need a CQ of %d entries, more than %s's %d: use fewer QPs (-q) or a smaller rx depth (-r)",
+				sp.QPs, sp.RxDepth, recvCQE, name, s.DevAttr.MaxCQE)
+		}
+		if s.RecvCQ, err = s.Dev.CreateCQ(recvCQE); err != nil {
+			return fmt.Errorf("create a receive CQ of %d entries on %s: %w", recvCQE, name, err)
+		}
+	}
+
+	page := os.Getpagesize()
+	need := sp.MaxSize
+	if sp.Type == verbsio.QPTypeUD {
+		need += GRHSize
+	}
+	s.Region = (max(need, 64) + page - 1) / page * page
+	total := 2 * sp.QPs * s.Region
+	if s.Buf, err = s.Dev.Alloc(total); err != nil {
+		return fmt.Errorf("allocate %d bytes of message buffers on %s: %w", total, name, err)
+	}
+	access := verbsio.AccessLocalWrite | verbsio.AccessRemoteWrite | verbsio.AccessRemoteRead
+	if s.DevAttr.AtomicCap != verbsio.AtomicNone {
+		access |= verbsio.AccessRemoteAtomic
+	}
+	if s.MR, err = s.PD.RegMR(s.Buf, access); err != nil {
+		return fmt.Errorf("register %d bytes on %s: %w", total, name, err)
+	}
+
+	recvWR := 1
+	if sp.Verb == Send {
+		recvWR = sp.RxDepth
+	}
+	for i := 0; i < sp.QPs; i++ {
+		qp, err := s.PD.CreateQP(verbsio.QPInitAttr{
+			Type: sp.Type, SendCQ: s.SendCQ, RecvCQ: s.RecvCQ,
+			Cap: verbsio.QPCap{MaxSendWR: sp.TxDepth + 1, MaxRecvWR: recvWR, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: sp.Inline},
+		})
+		if err != nil {
+			return fmt.Errorf("create %s QP %d of %d on %s: %w", sp.Type, i+1, sp.QPs, name, err)
+		}
+		q := &QP{QP: qp, Index: i, SendOff: 2 * i * s.Region, RecvOff: (2*i + 1) * s.Region}
+		q.sge[0] = s.MR.SGE(q.RecvOff, s.Region)
+		q.recv[0] = verbsio.RecvWR{ID: uint64(i), SGL: q.sge[:]}
+		s.QPs = append(s.QPs, q)
+	}
+	return nil
+}
+
+func (s *Session) connect(q *QP, local, remote cm.Dest) error {
+	sp := &s.Spec
+	if remote.QPN == 0 {
+		return fmt.Errorf("the peer announced QP number 0 for QP %d; it is not a compatible test", q.Index)
+	}
+	le := verbsio.Endpoint{LID: local.LID, QPN: local.QPN, PSN: local.PSN, GID: local.GID, RKey: local.RKey, VAddr: local.VAddr, OutReads: uint8(local.OutReads)}
+	re := verbsio.Endpoint{LID: remote.LID, QPN: remote.QPN, PSN: remote.PSN, GID: remote.GID, RKey: remote.RKey, VAddr: remote.VAddr,
+		OutReads: uint8(min(remote.OutReads, uint16(s.outReads)))}
+	if re.OutReads == 0 {
+		re.OutReads = uint8(s.outReads)
+	}
+	opts := verbsio.ConnectOptions{
+		Port:    sp.Port,
+		Access:  verbsio.AccessRemoteWrite | verbsio.AccessRemoteRead,
+		PathMTU: s.MTU,
+		Timeout: sp.QPTimeout,
+	}
+	if s.DevAttr.AtomicCap != verbsio.AtomicNone {
+		opts.Access |= verbsio.AccessRemoteAtomic
+	}
+	if err := q.Connect(le, re, opts); err != nil {
+		return fmt.Errorf("connect QP %d (%s) to the peer's QP %#x: %w", q.Index, sp.Type, remote.QPN, err)
+	}
+	q.Remote = verbsio.RemoteAddr{Addr: remote.VAddr, RKey: remote.RKey}
+	if sp.Type == verbsio.QPTypeUD {
+		ah, err := s.PD.CreateAH(verbsio.AHAttr{DLID: remote.LID, PortNum: sp.Port, IsGlobal: true, DGID: remote.GID, HopLimit: 0xff})
+		if err != nil {
+			return fmt.Errorf("create an address handle to the peer: %w", err)
+		}
+		s.ahs = append(s.ahs, ah)
+		q.UD = verbsio.UDAddr{AH: ah, RemoteQPN: remote.QPN, RemoteQKey: verbsio.DefaultQKey}
+	}
+	return nil
+}
+
+// PostRecvs posts n receives on q, each covering its whole receive region.
+func (s *Session) PostRecvs(q *QP, n int) error {
+	for i := 0; i < n; i++ {
+		if _, err := q.PostRecv(q.recv[:]); err != nil {
+			return fmt.Errorf("post a receive on QP %d: %w", q.Index, err)
+		}
+	}
+	return nil
+}
+
+// Repost posts one receive on q again after one was consumed. It never
+// allocates.
+func (q *QP) Repost() error {
+	_, err := q.PostRecv(q.recv[:])
+	return err
+}
+
+// RecvPayload returns the offset in the buffer where a received message's
+// payload starts: after the GRH for UD.
+func (s *Session) RecvPayload(q *QP) int {
+	if s.Spec.Type == verbsio.QPTypeUD {
+		return q.RecvOff + GRHSize
+	}
+	return q.RecvOff
+}
+
+// Info describes the session.
+func (s *Session) Info() Info {
+	in := Info{
+		Device: s.Dev.Device, Server: s.Server, MTU: s.MTU.Bytes(),
+		PeerVersion: s.Peer.Version, PeerRperf: s.Peer.Rperf,
+		TxDepth: s.Spec.TxDepth, OutReads: s.outReads,
+		Local: s.Local, Remote: s.Remote,
+	}
+	if len(s.QPs) > 0 {
+		in.Inline = s.QPs[0].Cap().MaxInlineData
+	}
+	if s.Spec.Verb == Send {
+		in.RxDepth = s.Spec.RxDepth
+	}
+	return in
+}
+
+// Barrier synchronises with the peer: a key exchange that waits up to wait
+// (0: the connection's I/O timeout).
+func (s *Session) Barrier(ctx context.Context, wait time.Duration) error {
+	return s.Conn.Barrier(ctx, wait)
+}
+
+// Close ends the session: with ok, the closing handshake; otherwise the
+// connection is just closed, which the peer notices at once. The verbs
+// resources are released in both cases; the device context is the
+// caller's.
+func (s *Session) Close(ctx context.Context, ok bool) error {
+	var errs []error
+	if ok {
+		errs = append(errs, s.Conn.Finish(ctx))
+	} else {
+		s.Conn.Close()
+	}
+	for _, ah := range s.ahs {
+		errs = append(errs, ah.Destroy())
+	}
+	for _, q := range s.QPs {
+		errs = append(errs, q.Destroy())
+	}
+	if s.RecvCQ != nil && s.RecvCQ != s.SendCQ {
+		errs = append(errs, s.RecvCQ.Destroy())
+	}
+	if s.SendCQ != nil {
+		errs = append(errs, s.SendCQ.Destroy())
+	}
+	if s.MR != nil {
+		errs = append(errs, s.MR.Dereg())
+	}
+	if s.Buf != nil {
+		errs = append(errs, s.Dev.Free(s.Buf))
+	}
+	if s.PD != nil {
+		errs = append(errs, s.PD.Dealloc())
+	}
+	s.ahs, s.QPs, s.RecvCQ, s.SendCQ, s.MR, s.Buf, s.PD = nil, nil, nil, nil, nil, nil, nil
+	return errors.Join(errs...)
+}
+
+// Progress tells a caller which run is starting, for progress displays.
+type Progress struct {
+	Index int // 0-based position of the size in the run
+	Count int // number of sizes
+	Bytes int // message size of this run
+	// Duration is the run's length in duration mode, 0 in iterations mode.
+	Duration time.Duration
+}

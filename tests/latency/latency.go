@@ -1,0 +1,604 @@
+// Package latency runs perftest's latency tests over verbsio: send_lat,
+// write_lat, read_lat and atomic_lat, with perftest's data-path
+// conventions, and returns one reports.Result per message size.
+//
+// # What is measured
+//
+// Every test stamps the clock just before each post (perftest's
+// tposted[i]) and records the difference between consecutive stamps: one
+// sample per iteration after the first, so n iterations give n-1 samples.
+//
+//   - write_lat: a ping-pong of RDMA WRITEs. Each side writes an iteration
+//     marker into the last byte of the message and spins on the last byte of
+//     its own receive region for the peer's; the server answers, the client
+//     starts. A sample is a round trip (rtt_factor 2).
+//   - send_lat: the same ping-pong with SENDs into pre-posted receives; a
+//     side waits on its receive CQ (rtt_factor 2).
+//   - read_lat, atomic_lat: the client posts one RDMA READ (or atomic) and
+//     waits for its completion, against a passive server (rtt_factor 1).
+//
+// In duration mode (Config.Duration) the loop runs until the duration has
+// passed; only iterations inside the sample window, between the warm-up and
+// cool-down margins, count, and every one of them is recorded, so the true
+// statistics and the histogram are complete in duration mode too. The
+// client ends a ping-pong: its last message carries a stop marker (byte 255
+// in write_lat, whose iteration markers then cycle 1..254; immediate data
+// session.StopImm in send_lat).
+//
+// Between sizes, and before and after each run, both sides meet at a
+// barrier on the out-of-band connection.
+package latency
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rperf/rperf/internal/clock"
+	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/internal/session"
+	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/cm"
+)
+
+// Test is one of the latency tests.
+type Test uint8
+
+// The latency tests.
+const (
+	Send Test = iota
+	Write
+	Read
+	Atomic
+)
+
+var testInfo = [...]struct {
+	name, command, title string
+	verb                 session.Verb
+	rtt                  int
+}{
+	Send:   {"send_lat", "send-lat", "Send Latency Test", session.Send, reports.RTTFactorRoundTrip},
+	Write:  {"write_lat", "write-lat", "RDMA_Write Latency Test", session.Write, reports.RTTFactorRoundTrip},
+	Read:   {"read_lat", "read-lat", "RDMA_Read Latency Test", session.Read, reports.RTTFactorOneSided},
+	Atomic: {"atomic_lat", "atomic-lat", "Atomic Latency Test", session.Atomic, reports.RTTFactorOneSided},
+}
+
+// Tests lists every latency test.
+var Tests = []Test{Send, Write, Read, Atomic}
+
+// Name is perftest's program name without "ib_", e.g. "write_lat"; the
+// test field of its results.
+func (t Test) Name() string { return testInfo[t].name }
+
+// Command is the rperf command, e.g. "write-lat".
+func (t Test) Command() string { return testInfo[t].command }
+
+// Title is the banner line perftest prints for the test.
+func (t Test) Title() string { return testInfo[t].title }
+
+// RTTFactor is what each sample is divided by: 2 for SEND and WRITE, 1 for
+// READ and ATOMIC.
+func (t Test) RTTFactor() int { return testInfo[t].rtt }
+
+// Passive reports whether the server side only serves the client's
+// one-sided operations (read_lat, atomic_lat) and measures nothing.
+func (t Test) Passive() bool { return t == Read || t == Atomic }
+
+// Connections lists the transports the test runs over.
+func (t Test) Connections() []verbsio.QPType {
+	switch t {
+	case Send:
+		return []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC, verbsio.QPTypeUD}
+	case Write:
+		return []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC}
+	}
+	return []verbsio.QPType{verbsio.QPTypeRC}
+}
+
+// Info describes an established session.
+type Info = session.Info
+
+// Progress announces each run.
+type Progress = session.Progress
+
+// Defaults, as perftest's for latency tests.
+const (
+	DefaultSize       = 2    // DEF_SIZE_LAT
+	DefaultIterations = 1000 // DEF_ITERS
+	DefaultRxDepth    = 512
+	// Default inline sizes (perftest's generic choices).
+	DefaultInlineWrite = 220
+	DefaultInlineSend  = 236
+	DefaultInlineUD    = 188
+	// AtomicSize is the size of every atomic operation.
+	AtomicSize = 8
+)
+
+// Config describes a latency test. Default gives perftest's defaults.
+type Config struct {
+	Test       Test
+	Connection verbsio.QPType // RC, UC or UD, as the test allows
+	// Sizes are the message sizes, one run each (perftest -s, or -a).
+	Sizes []int
+	// Iterations per size (perftest -n), at least 5. Ignored in duration
+	// mode.
+	Iterations int
+	// Duration selects duration mode (perftest -D); Margin is the warm-up
+	// and cool-down margin (perftest -f). Duration must exceed 2×Margin.
+	Duration, Margin time.Duration
+	// Warmup iterations run before the measured ones and are not recorded
+	// (iterations mode only).
+	Warmup int
+	// TxDepth is the send queue depth (perftest -t; 1).
+	TxDepth int
+	// RxDepth is the receives kept posted in send_lat (perftest -r).
+	RxDepth int
+	// Inline is the largest message sent inline (perftest -I). Default
+	// sets perftest's choice for the test; read and atomic never inline.
+	Inline int
+	// OutReads is the READ/atomic depth (perftest -o); 0 means the
+	// device's maximum.
+	OutReads int
+	// AtomicOp is OpAtomicFetchAdd (default) or OpAtomicCmpSwp (perftest -A).
+	AtomicOp  verbsio.Opcode
+	QPTimeout uint8       // perftest -u; 0 means 14
+	Port      uint8       // perftest -i; 0 means 1
+	MTU       verbsio.MTU // perftest -m; 0 means the port's active MTU
+	// Percentiles are the true-statistics percentiles; nil means
+	// reports.DefaultPercentiles.
+	Percentiles []float64
+	// StallTimeout bounds every wait for the peer; 0 means
+	// session.DefaultStallTimeout.
+	StallTimeout time.Duration
+	// PassiveWait bounds how long a passive server waits for the client's
+	// run of one size to end; 0 means 10×StallTimeout (plus the duration).
+	PassiveWait time.Duration
+	// Params describes the test to an rperf peer, which refuses to run if
+	// a symmetric parameter differs.
+	Params cm.Params
+
+	// OnConnected, if set, is called once the QPs are connected.
+	OnConnected func(Info)
+	// OnProgress, if set, is called before each size's run.
+	OnProgress func(Progress)
+	// OnResult, if set, is called with each size's result as it is ready.
+	OnResult func(reports.Result)
+}
+
+// Default returns perftest's defaults for t.
+func Default(t Test) Config {
+	c := Config{
+		Test: t, Connection: verbsio.QPTypeRC, Sizes: []int{DefaultSize}, Iterations: DefaultIterations,
+		TxDepth: 1, RxDepth: DefaultRxDepth, AtomicOp: verbsio.OpAtomicFetchAdd,
+	}
+	switch t {
+	case Write:
+		c.Inline = DefaultInlineWrite
+	case Send:
+		c.Inline = DefaultInlineSend
+	case Atomic:
+		c.Sizes = []int{AtomicSize}
+	}
+	return c
+}
+
+// DefaultInline returns perftest's default inline size for test t over
+// transport typ.
+func DefaultInline(t Test, typ verbsio.QPType) int {
+	switch {
+	case t == Write:
+		return DefaultInlineWrite
+	case t == Send && typ == verbsio.QPTypeUD:
+		return DefaultInlineUD
+	case t == Send:
+		return DefaultInlineSend
+	}
+	return 0
+}
+
+// Check reports the first problem with c that would stop Run, in terms of
+// the configuration (callers translate it into their flags).
+func (c *Config) Check() error {
+	if int(c.Test) >= len(testInfo) {
+		return fmt.Errorf("unknown latency test %d", c.Test)
+	}
+	ok := false
+	for _, t := range c.Test.Connections() {
+		ok = ok || t == c.Connection
+	}
+	if !ok {
+		return fmt.Errorf("%s does not run over %s", c.Test.Name(), c.Connection)
+	}
+	if len(c.Sizes) == 0 {
+		return fmt.Errorf("no message size")
+	}
+	for _, s := range c.Sizes {
+		if s < 1 {
+			return fmt.Errorf("message size %d is below 1", s)
+		}
+		if c.Test == Atomic && s != AtomicSize {
+			return fmt.Errorf("atomic operations move %d bytes, not %d", AtomicSize, s)
+		}
+	}
+	switch {
+	case c.Duration < 0 || c.Margin < 0:
+		return fmt.Errorf("negative duration or margin")
+	case c.Duration > 0 && c.Duration <= 2*c.Margin:
+		return fmt.Errorf("duration %v is not longer than twice the margin %v", c.Duration, c.Margin)
+	case c.Duration == 0 && c.Iterations < 5:
+		return fmt.Errorf("%d iterations: at least 5 are needed", c.Iterations)
+	case c.Warmup < 0:
+		return fmt.Errorf("negative warm-up")
+	case c.Duration > 0 && c.Warmup > 0:
+		return fmt.Errorf("warm-up iterations apply to iterations mode; duration mode has its margin")
+	case c.TxDepth < 1:
+		return fmt.Errorf("tx depth %d is below 1", c.TxDepth)
+	case c.Test == Send && c.RxDepth < 1:
+		return fmt.Errorf("rx depth %d is below 1", c.RxDepth)
+	case c.Inline < 0:
+		return fmt.Errorf("negative inline size")
+	case c.Test == Atomic && c.AtomicOp != verbsio.OpAtomicFetchAdd && c.AtomicOp != verbsio.OpAtomicCmpSwp:
+		return fmt.Errorf("atomic operation %s is not FETCH_AND_ADD or CMP_AND_SWAP", c.AtomicOp)
+	}
+	return nil
+}
+
+// Run runs the test over conn on dev: the session setup, one run per size,
+// and the closing handshake. It returns this side's results: one per size,
+// or none on the passive server of read_lat and atomic_lat. It never
+// closes dev; conn is closed when it returns.
+func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) ([]reports.Result, error) {
+	if err := cfg.Check(); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("latency test: %w", err)
+	}
+	inline := cfg.Inline
+	if cfg.Test.Passive() {
+		inline = 0
+	}
+	maxSize := 0
+	for _, s := range cfg.Sizes {
+		maxSize = max(maxSize, s)
+	}
+	s, err := session.Open(ctx, dev, conn, session.Spec{
+		Verb: testInfo[cfg.Test].verb, Type: cfg.Connection, QPs: 1, MaxSize: maxSize,
+		TxDepth: cfg.TxDepth, RxDepth: cfg.RxDepth, Inline: inline, OutReads: cfg.OutReads,
+		QPTimeout: cfg.QPTimeout, Port: cfg.Port, MTU: cfg.MTU, Params: cfg.Params, StallTimeout: cfg.StallTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.OnConnected != nil {
+		cfg.OnConnected(s.Info())
+	}
+	r := &runner{cfg: &cfg, s: s}
+	results, err := r.run(ctx)
+	if cerr := s.Close(ctx, err == nil); err == nil && cerr != nil {
+		err = cerr
+	}
+	return results, err
+}
+
+type runner struct {
+	cfg *Config
+	s   *session.Session
+	rec *reports.Recorder
+	wr  [1]verbsio.SendWR
+	sge [1]verbsio.SGE
+}
+
+// stats is what one run measured besides the samples.
+type stats struct {
+	iterations int64 // perftest's #iterations
+	elapsed    int64 // duration mode: the sample window
+}
+
+func (r *runner) run(ctx context.Context) ([]reports.Result, error) {
+	cfg := r.cfg
+	passiveServer := cfg.Test.Passive() && r.s.Server
+	if !passiveServer {
+		opts := reports.RecorderOptions{}
+		if cfg.Duration == 0 {
+			opts.Expected = cfg.Iterations - 1
+		}
+		rec, err := reports.NewRecorder(opts)
+		if err != nil {
+			return nil, err
+		}
+		r.rec = rec
+	}
+	stall := cfg.StallTimeout
+	if stall <= 0 {
+		stall = session.DefaultStallTimeout
+	}
+	passiveWait := cfg.PassiveWait
+	if passiveWait <= 0 {
+		passiveWait = 10 * stall
+	}
+	passiveWait += cfg.Duration
+
+	var results []reports.Result
+	for i, size := range cfg.Sizes {
+		if cfg.OnProgress != nil {
+			cfg.OnProgress(Progress{Index: i, Count: len(cfg.Sizes), Bytes: size, Duration: cfg.Duration})
+		}
+		if !passiveServer {
+			// Clear the marker byte the peer will write, before the barrier
+			// lets it start.
+			q := r.s.QPs[0]
+			r.s.Buf[r.s.RecvPayload(q)+size-1] = 0
+		}
+		if err := r.s.Barrier(ctx, 0); err != nil {
+			return results, err
+		}
+		if passiveServer {
+			if err := r.s.Barrier(ctx, passiveWait); err != nil {
+				return results, err
+			}
+			continue
+		}
+		r.rec.Reset()
+		var st stats
+		var err error
+		switch cfg.Test {
+		case Write, Send:
+			st, err = r.pingPong(ctx, size)
+		default:
+			st, err = r.oneSided(ctx, size)
+		}
+		if err != nil {
+			return results, err
+		}
+		if err := r.s.Barrier(ctx, 0); err != nil {
+			return results, err
+		}
+		res, err := r.result(size, st)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, res)
+		if cfg.OnResult != nil {
+			cfg.OnResult(res)
+		}
+	}
+	return results, nil
+}
+
+func (r *runner) result(size int, st stats) (reports.Result, error) {
+	cfg := r.cfg
+	spec := reports.LatencySpec{
+		Test: cfg.Test.Name(), Bytes: int64(size), Iterations: int64(cfg.Iterations), Mode: reports.ModeIterations,
+		RTTFactor: cfg.Test.RTTFactor(), Percentiles: cfg.Percentiles,
+	}
+	if cfg.Duration > 0 {
+		spec.Mode = reports.ModeDuration
+		spec.Iterations = st.iterations
+		spec.ElapsedNs = st.elapsed
+		if st.iterations < 2 || st.elapsed <= 0 || r.rec.Count() == 0 {
+			return reports.Result{}, fmt.Errorf("%d B: fewer than 2 iterations completed inside the %v sample window; run longer (-D) or with a smaller margin (-f)",
+				size, cfg.Duration-2*cfg.Margin)
+		}
+	}
+	res, err := reports.NewLatencyResult(spec, r.rec)
+	if err != nil {
+		return reports.Result{}, fmt.Errorf("%d B: %w", size, err)
+	}
+	return res, nil
+}
+
+// sampler records perftest's samples from post stamps: the difference of
+// consecutive stamps, from stamp number first on (iterations mode), or
+// within the sample window (duration mode).
+type sampler struct {
+	rec    *reports.Recorder
+	dur    bool
+	ph     session.Phases
+	first  int64 // iterations mode: record the delta ending at post index >= first
+	prev   int64
+	posts  int64 // posts so far
+	inWin  int64 // duration: posts stamped inside the window
+	winBeg int64
+	winEnd int64
+	last   int64 // last stamp inside the window
+}
+
+// stamp takes post stamp now.
+func (sm *sampler) stamp(now int64) {
+	p := sm.posts
+	sm.posts++
+	if !sm.dur {
+		if p >= sm.first {
+			sm.rec.Record(now - sm.prev)
+		}
+		sm.prev = now
+		return
+	}
+	if sm.ph.Sampling(now) {
+		if sm.inWin == 0 {
+			sm.winBeg = now
+		} else {
+			sm.rec.Record(now - sm.prev)
+		}
+		sm.inWin++
+		sm.last = now
+	} else if now >= sm.ph.StopAt && sm.winEnd == 0 && sm.inWin > 0 {
+		sm.winEnd = now
+	}
+	sm.prev = now
+}
+
+func (sm *sampler) stats(iters int) stats {
+	if !sm.dur {
+		return stats{iterations: int64(iters)}
+	}
+	end := sm.winEnd
+	if end == 0 {
+		end = sm.last
+	}
+	return stats{iterations: sm.inWin, elapsed: end - sm.winBeg}
+}
+
+// Markers of write_lat's last byte.
+const stopMarker = 255
+
+// marker is the byte that announces iteration i (from 1): perftest's
+// (char)i in iterations mode; in duration mode 1..254 cyclically, so that
+// stopMarker and the cleared 0 never stand for an iteration.
+func marker(i int64, dur bool) byte {
+	if !dur {
+		return byte(i)
+	}
+	return byte(1 + (i-1)%254)
+}
+
+func (r *runner) newSampler(start int64) *sampler {
+	cfg := r.cfg
+	sm := &sampler{rec: r.rec, dur: cfg.Duration > 0, first: int64(cfg.Warmup) + 1}
+	if sm.dur {
+		sm.ph = session.NewPhases(start, cfg.Duration, cfg.Margin)
+	}
+	return sm
+}
+
+// pingPong is perftest's run_iter_lat_write / run_iter_lat_send: the
+// server waits first; each side then alternates wait and post.
+func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
+	s, cfg := r.s, r.cfg
+	q := s.QPs[0]
+	write := cfg.Test == Write
+	dur := cfg.Duration > 0
+	total := int64(cfg.Warmup + cfg.Iterations)
+	if dur {
+		total = math.MaxInt64
+	}
+	postOff := q.SendOff + size - 1
+	pollOff := s.RecvPayload(q) + size - 1
+
+	r.sge[0] = s.MR.SGE(q.SendOff, size)
+	r.wr[0] = verbsio.SendWR{ID: 1, Opcode: verbsio.OpSend, Flags: verbsio.SendSignaled, SGL: r.sge[:]}
+	what, sendWhat := "the peer's SEND", "our SEND"
+	if write {
+		r.wr[0].Opcode = verbsio.OpRDMAWrite
+		r.wr[0].Remote = q.Remote
+		what, sendWhat = "the peer's RDMA WRITE", "our RDMA WRITE"
+	}
+	if cfg.Connection == verbsio.QPTypeUD {
+		r.wr[0].UD = q.UD
+	}
+	if size <= q.Cap().MaxInlineData {
+		r.wr[0].Flags |= verbsio.SendInline
+	}
+	waitPeer := s.NewWaiter(ctx, what, true)
+	waitOwn := s.NewWaiter(ctx, "the completion of "+sendWhat, false)
+	sm := r.newSampler(clock.Now())
+	buf := s.Buf
+
+	var scnt, rcnt int64
+	for scnt < total || rcnt < total {
+		if rcnt < total && !(scnt == 0 && s.Server) {
+			rcnt++
+			waitPeer.Index = rcnt
+			if write {
+				want := marker(rcnt, dur)
+				waitPeer.Begin()
+				for {
+					b := session.LoadByte(buf, pollOff)
+					if b == want {
+						break
+					}
+					if dur && b == stopMarker {
+						return sm.stats(0), nil
+					}
+					if err := waitPeer.Spin(); err != nil {
+						return stats{}, err
+					}
+				}
+			} else {
+				wc, err := s.WaitRecv(waitPeer, what)
+				if err != nil {
+					return stats{}, err
+				}
+				if err := q.Repost(); err != nil {
+					return stats{}, fmt.Errorf("repost a receive: %w", err)
+				}
+				if dur && wc.Flags&verbsio.WCWithImm != 0 && wc.Imm == session.StopImm {
+					return sm.stats(0), nil
+				}
+			}
+		}
+		if scnt < total {
+			now := clock.Now()
+			if dur && !s.Server && sm.ph.Ended(now) {
+				if err := r.sendStop(q, write, postOff, waitOwn); err != nil {
+					return stats{}, err
+				}
+				return sm.stats(0), nil
+			}
+			sm.stamp(now)
+			scnt++
+			buf[postOff] = marker(scnt, dur)
+			if _, err := q.PostSend(r.wr[:]); err != nil {
+				return stats{}, fmt.Errorf("post %s #%d: %w", sendWhat, scnt, err)
+			}
+			waitOwn.Index = scnt
+			if _, err := s.WaitSend(waitOwn, sendWhat); err != nil {
+				return stats{}, err
+			}
+		}
+	}
+	return sm.stats(cfg.Iterations), nil
+}
+
+// sendStop ends a duration-mode ping-pong: the stop marker (write_lat) or
+// a SEND_WITH_IMM carrying session.StopImm (send_lat).
+func (r *runner) sendStop(q *session.QP, write bool, postOff int, w *session.Waiter) error {
+	wr := r.wr
+	if write {
+		r.s.Buf[postOff] = stopMarker
+	} else {
+		wr[0].Opcode = verbsio.OpSendImm
+		wr[0].Imm = session.StopImm
+	}
+	if _, err := q.PostSend(wr[:]); err != nil {
+		return fmt.Errorf("post the end-of-run message: %w", err)
+	}
+	_, err := r.s.WaitSend(w, "the end-of-run message")
+	return err
+}
+
+// oneSided is perftest's run_iter_lat for READ and atomics: post, wait for
+// the completion, repeat.
+func (r *runner) oneSided(ctx context.Context, size int) (stats, error) {
+	s, cfg := r.s, r.cfg
+	q := s.QPs[0]
+	dur := cfg.Duration > 0
+	total := int64(cfg.Warmup + cfg.Iterations)
+	op := testInfo[cfg.Test].verb.Opcode(cfg.AtomicOp)
+	r.sge[0] = s.MR.SGE(q.SendOff, size)
+	r.wr[0] = verbsio.SendWR{ID: 1, Opcode: op, Flags: verbsio.SendSignaled, SGL: r.sge[:], Remote: q.Remote}
+	if op == verbsio.OpAtomicFetchAdd {
+		r.wr[0].Atomic.CompareAdd = 1
+	}
+	what := op.String()
+	wait := s.NewWaiter(ctx, "the completion of our "+what, false)
+	sm := r.newSampler(clock.Now())
+	for p := int64(1); ; p++ {
+		now := clock.Now()
+		if dur {
+			if sm.ph.Ended(now) {
+				return sm.stats(0), nil
+			}
+		} else if p > total {
+			return sm.stats(cfg.Iterations), nil
+		}
+		sm.stamp(now)
+		if _, err := q.PostSend(r.wr[:]); err != nil {
+			return stats{}, fmt.Errorf("post %s #%d: %w", what, p, err)
+		}
+		wait.Index = p
+		if _, err := s.WaitSend(wait, what); err != nil {
+			return stats{}, err
+		}
+	}
+}

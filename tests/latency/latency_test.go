@@ -1,0 +1,161 @@
+package latency_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/internal/pairtest"
+	"github.com/rperf/rperf/tests/latency"
+	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/cm"
+)
+
+// runPair runs cfg on both sides and returns each side's results.
+func runPair(t *testing.T, srvCfg, cliCfg latency.Config) (srv, cli []reports.Result, srvErr, cliErr error) {
+	t.Helper()
+	srvErr, cliErr = pairtest.Run(t, 60*time.Second,
+		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
+			var err error
+			srv, err = latency.Run(ctx, dev, conn, srvCfg)
+			return err
+		},
+		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
+			var err error
+			cli, err = latency.Run(ctx, dev, conn, cliCfg)
+			return err
+		})
+	return srv, cli, srvErr, cliErr
+}
+
+func TestEveryTestAndTransport(t *testing.T) {
+	for _, test := range latency.Tests {
+		for _, conn := range test.Connections() {
+			t.Run(test.Name()+"/"+conn.String(), func(t *testing.T) {
+				cfg := latency.Default(test)
+				cfg.Connection = conn
+				cfg.Iterations = 50
+				cfg.Inline = latency.DefaultInline(test, conn)
+				if test != latency.Atomic {
+					cfg.Sizes = []int{2, 64, 4096}
+				}
+				cfg.Params = cm.Params{Test: test.Command()}
+				srv, cli, srvErr, cliErr := runPair(t, cfg, cfg)
+				if srvErr != nil || cliErr != nil {
+					t.Fatalf("server: %v; client: %v", srvErr, cliErr)
+				}
+				check := func(side string, rs []reports.Result) {
+					if len(rs) != len(cfg.Sizes) {
+						t.Fatalf("%s: %d results, want %d", side, len(rs), len(cfg.Sizes))
+					}
+					for i, r := range rs {
+						if r.Test != test.Name() || r.Bytes != int64(cfg.Sizes[i]) || r.Iterations != 50 || r.Latency == nil {
+							t.Errorf("%s: result %d: %+v", side, i, r)
+							continue
+						}
+						if r.Samples != 49 || r.RTTFactor != test.RTTFactor() || r.Perftest == nil || !r.AllSamples {
+							t.Errorf("%s: %d B: samples %d, rtt %d, perftest %v", side, r.Bytes, r.Samples, r.RTTFactor, r.Perftest)
+						}
+						if !(r.TrueMinUs > 0 && r.TrueMinUs <= r.MeanUs && r.MeanUs <= r.TrueMaxUs) {
+							t.Errorf("%s: %d B: min %v mean %v max %v", side, r.Bytes, r.TrueMinUs, r.MeanUs, r.TrueMaxUs)
+						}
+					}
+				}
+				check("client", cli)
+				if test.Passive() {
+					if len(srv) != 0 {
+						t.Errorf("passive server returned %d results", len(srv))
+					}
+				} else {
+					check("server", srv)
+				}
+			})
+		}
+	}
+}
+
+func TestDurationMode(t *testing.T) {
+	for _, test := range []latency.Test{latency.Write, latency.Send, latency.Read} {
+		t.Run(test.Name(), func(t *testing.T) {
+			cfg := latency.Default(test)
+			cfg.Duration = 600 * time.Millisecond
+			cfg.Margin = 100 * time.Millisecond
+			cfg.Params = cm.Params{Test: test.Command()}
+			srv, cli, srvErr, cliErr := runPair(t, cfg, cfg)
+			if srvErr != nil || cliErr != nil {
+				t.Fatalf("server: %v; client: %v", srvErr, cliErr)
+			}
+			if len(cli) != 1 {
+				t.Fatalf("client: %d results", len(cli))
+			}
+			r := cli[0]
+			if r.Mode != reports.ModeDuration || r.Iterations < 10 || r.Samples != r.Iterations-1 || r.TPSAverage <= 0 {
+				t.Errorf("client: mode %s, iterations %d, samples %d, tps %v", r.Mode, r.Iterations, r.Samples, r.TPSAverage)
+			}
+			// The window is 400 ms, give or take a sample.
+			if d := time.Duration(r.ElapsedNs); d < 350*time.Millisecond || d > 450*time.Millisecond {
+				t.Errorf("client: sample window %v, want about 400ms", d)
+			}
+			if r.Percentiles["99.99"] <= 0 || r.HDR == "" {
+				t.Errorf("client: no full statistics in duration mode: %v", r.Percentiles)
+			}
+			if !test.Passive() && len(srv) != 1 {
+				t.Errorf("server: %d results", len(srv))
+			}
+		})
+	}
+}
+
+func TestWarmupIsNotRecorded(t *testing.T) {
+	cfg := latency.Default(latency.Write)
+	cfg.Iterations = 20
+	cfg.Warmup = 30
+	_, cli, srvErr, cliErr := runPair(t, cfg, cfg)
+	if srvErr != nil || cliErr != nil {
+		t.Fatalf("server: %v; client: %v", srvErr, cliErr)
+	}
+	if cli[0].Samples != 19 || cli[0].Iterations != 20 {
+		t.Errorf("samples %d iterations %d, want 19 and 20", cli[0].Samples, cli[0].Iterations)
+	}
+}
+
+func TestMismatchedSizeRefused(t *testing.T) {
+	srvCfg := latency.Default(latency.Write)
+	srvCfg.Params = cm.Params{Test: "write-lat", Fields: []cm.Field{{Flag: "-s", Value: "64", Symmetric: true}}}
+	cliCfg := srvCfg
+	cliCfg.Params = cm.Params{Test: "write-lat", Fields: []cm.Field{{Flag: "-s", Value: "128", Symmetric: true}}}
+	_, _, srvErr, cliErr := runPair(t, srvCfg, cliCfg)
+	for _, err := range []error{srvErr, cliErr} {
+		if err == nil || !strings.Contains(err.Error(), "peers disagree") {
+			t.Errorf("err = %v, want peers disagree", err)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		name string
+		mod  func(*latency.Config)
+		want string
+	}{
+		{"ok", func(*latency.Config) {}, ""},
+		{"read over UC", func(c *latency.Config) { c.Test = latency.Read; c.Connection = verbsio.QPTypeUC }, "does not run over UC"},
+		{"size 0", func(c *latency.Config) { c.Sizes = []int{0} }, "below 1"},
+		{"atomic size", func(c *latency.Config) { c.Test = latency.Atomic; c.Sizes = []int{64} }, "move 8 bytes"},
+		{"few iterations", func(c *latency.Config) { c.Iterations = 4 }, "at least 5"},
+		{"margin", func(c *latency.Config) { c.Duration = time.Second; c.Margin = time.Second }, "twice the margin"},
+		{"warmup in duration", func(c *latency.Config) { c.Duration = 5 * time.Second; c.Warmup = 3 }, "iterations mode"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := latency.Default(latency.Write)
+			c.mod(&cfg)
+			err := cfg.Check()
+			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("Check() = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
