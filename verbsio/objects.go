@@ -282,3 +282,24 @@ func (ah *AH) Attr() AHAttr { return ah.attr }
 
 // Destroy destroys the AH.
 func (ah *AH) Destroy() error { return ah.impl.Destroy() }
+
+// Progresser is implemented by contexts whose transport needs the target's
+// engine to run (such as the built-in udp fabric, where a target answers
+// READs, acknowledges writes and places SENDs).
+type Progresser interface {
+	StartProgress() (stop func())
+}
+
+// StartProgress makes the context's engine run in the background, as a NIC
+// would, for a side that does not poll: the passive target of one-sided
+// operations, or a server waiting on something else. While it runs, the
+// context's calls serialize on a mutex (calls from several goroutines are
+// then safe). stop ends it and waits for it. Fabrics whose initiators do
+// all the work (the shm fabric, hardware) need no background progress and
+// return at once.
+func (c *Context) StartProgress() (stop func()) {
+	if p, ok := c.impl.(Progresser); ok {
+		return p.StartProgress()
+	}
+	return func() {}
+}

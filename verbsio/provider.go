@@ -191,3 +191,38 @@ func (d *Device) Open() (*Context, error) {
 	}
 	return &Context{Device: d.DeviceInfo, impl: impl}, nil
 }
+
+// OpenOptions are settings for opening a device that a provider may
+// honour. The built-in engine's udp fabric uses UDPPort.
+type OpenOptions struct {
+	// UDPPort is the UDP port a udp-fabric context binds: 0 means the
+	// RoCEv2 port 4791, -1 any free port. A context that does not use
+	// 4791 reports its port as its LID, and peers put it in their address
+	// vector's DLID (perftest's key exchange carries the LID), so several
+	// engines can run on one host.
+	UDPPort int
+}
+
+// OptionsOpener is implemented by providers that take OpenOptions.
+type OptionsOpener interface {
+	OpenWith(name string, o OpenOptions) (ContextImpl, error)
+}
+
+// OpenWith opens the named device with options; providers that take none
+// ignore them.
+func OpenWith(name string, o OpenOptions) (*Context, error) {
+	d, err := LookupDevice(name)
+	if err != nil {
+		return nil, err
+	}
+	var impl ContextImpl
+	if oo, ok := d.provider.(OptionsOpener); ok {
+		impl, err = oo.OpenWith(d.Name, o)
+	} else {
+		impl, err = d.provider.Open(d.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Context{Device: d.DeviceInfo, impl: impl}, nil
+}

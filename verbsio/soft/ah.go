@@ -10,7 +10,8 @@ type ah struct {
 	ctx  *Context
 	pd   *pd
 	idx  uint32
-	peer *peer
+	peer *peer    // shm fabric
+	ud   *udpPath // udp fabric
 }
 
 var _ verbsio.AHImpl = (*ah)(nil)
@@ -36,13 +37,22 @@ func (p *pd) CreateAH(attr verbsio.AHAttr) (verbsio.AHImpl, error) {
 	if idx < 0 {
 		return nil, verbsio.Errorf("create_ah", unix.ENOMEM, "more than %d address handles", maxAH)
 	}
-	peer, err := c.attachPeerLocked(attr.DGID)
-	if err != nil {
-		e := err.(*verbsio.Error)
-		e.Op = "create_ah"
-		return nil, e
+	var a *ah
+	if c.udp != nil {
+		var err error
+		if a, err = c.createUDPAH(p, attr); err != nil {
+			return nil, err
+		}
+		a.idx = uint32(idx)
+	} else {
+		peer, err := c.attachPeerLocked(attr.DGID)
+		if err != nil {
+			e := err.(*verbsio.Error)
+			e.Op = "create_ah"
+			return nil, e
+		}
+		a = &ah{ctx: c, pd: p, idx: uint32(idx), peer: peer}
 	}
-	a := &ah{ctx: c, pd: p, idx: uint32(idx), peer: peer}
 	c.ahs[idx].Store(a)
 	p.users++
 	return a, nil
@@ -62,6 +72,8 @@ func (a *ah) Destroy() error {
 
 func (a *ah) releaseLocked() {
 	a.ctx.ahs[a.idx].Store(nil)
-	a.peer.releaseLocked()
+	if a.peer != nil {
+		a.peer.releaseLocked()
+	}
 	a.pd.users--
 }

@@ -49,6 +49,8 @@ type Context struct {
 	rangeList []memRange
 	peers     map[peerID]*peer
 	watcher   *shm.Watcher
+	udp       *udpFabric // nil on the shm fabric
+	bg        bgProgress
 	deadGen   atomic.Uint32 // bumped when a peer process exits
 }
 
@@ -131,12 +133,20 @@ func parseGID(g verbsio.GID) (pid, fd, nonce uint32, ok bool) {
 func (c *Context) GID() verbsio.GID { return c.gid }
 
 // QueryDevice implements verbsio.ContextImpl.
-func (c *Context) QueryDevice() (verbsio.DeviceAttr, error) { return shmDeviceAttr(), nil }
+func (c *Context) QueryDevice() (verbsio.DeviceAttr, error) {
+	if c.udp != nil {
+		return c.udp.deviceAttr(shmDeviceAttr()), nil
+	}
+	return shmDeviceAttr(), nil
+}
 
 // QueryPort implements verbsio.ContextImpl.
 func (c *Context) QueryPort(port uint8) (verbsio.PortAttr, error) {
 	if port != 1 {
 		return verbsio.PortAttr{}, verbsio.Errorf("query_port", unix.EINVAL, "port %d does not exist; %s has port 1", port, c.info.Name)
+	}
+	if c.udp != nil {
+		return c.udp.portAttr(), nil
 	}
 	return shmPortAttr(), nil
 }
@@ -145,6 +155,9 @@ func (c *Context) QueryPort(port uint8) (verbsio.PortAttr, error) {
 func (c *Context) QueryGIDTable(port uint8) ([]verbsio.GIDEntry, error) {
 	if port != 1 {
 		return nil, verbsio.Errorf("query_gid", unix.EINVAL, "port %d does not exist; %s has port 1", port, c.info.Name)
+	}
+	if c.udp != nil {
+		return append([]verbsio.GIDEntry(nil), c.udp.gids...), nil
 	}
 	return []verbsio.GIDEntry{{Index: 0, GID: c.gid, Type: verbsio.GIDTypeIB}}, nil
 }
@@ -351,6 +364,9 @@ func (c *Context) AllocPD() (verbsio.PDImpl, error) {
 // nothing: destroyed QPs produce no completions), releases peers, memory
 // and the control segment, and stops the watcher.
 func (c *Context) Close() error {
+	if c.bg.on {
+		c.bg.stop()
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -380,6 +396,9 @@ func (c *Context) Close() error {
 	}
 	c.peers = map[peerID]*peer{}
 	c.watcher.Close()
+	if c.udp != nil {
+		c.udp.close()
+	}
 	for i := range c.mrs {
 		if m := c.mrs[i].Load(); m != nil {
 			m.ent().key.Store(0)

@@ -122,7 +122,12 @@ func (q *cq) Poll(wcs []verbsio.WC) (int, error) {
 	if q.cons == nil {
 		return 0, errCQDestroyed
 	}
-	if q.nblocked > 0 || q.ctx.deadGen.Load() != q.deadGen {
+	c := q.ctx
+	c.lock()
+	defer c.unlock()
+	if c.udp != nil {
+		c.udpProgress()
+	} else if q.nblocked > 0 || q.ctx.deadGen.Load() != q.deadGen {
 		q.progress()
 	}
 	var e ring.CQE
@@ -241,6 +246,9 @@ func (q *cq) Wait(timeout time.Duration) error {
 		return errCQDestroyed
 	}
 	deadline := now() + int64(timeout)
+	if q.ctx.udp != nil {
+		return q.udpWait(deadline)
+	}
 	for i := 0; i < spinPolls; i++ {
 		if q.ready() {
 			return nil

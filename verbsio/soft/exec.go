@@ -43,6 +43,8 @@ func (q *qp) PostSend(wrs []verbsio.SendWR) (int, error) {
 	}
 	var err error
 	n := 0
+	c := q.ctx
+	c.lock()
 	for i := range wrs {
 		if err = q.encode(&wrs[i]); err != nil {
 			break
@@ -52,6 +54,7 @@ func (q *qp) PostSend(wrs []verbsio.SendWR) (int, error) {
 	if n > 0 {
 		q.execute()
 	}
+	c.unlock()
 	return n, err
 }
 
@@ -128,6 +131,10 @@ const (
 
 // execute runs the send ring from sqExec to sqPI: the engine's doorbell.
 func (q *qp) execute() {
+	if q.u != nil {
+		q.udpExecute()
+		return
+	}
 	for q.sqExec != q.sqPI {
 		if q.state == verbsio.QPStateErr {
 			q.flushSQ()

@@ -1,6 +1,8 @@
 package soft
 
 import (
+	"strings"
+
 	"github.com/rperf/rperf/verbsio"
 	"golang.org/x/sys/unix"
 )
@@ -21,7 +23,7 @@ func (Provider) Name() string { return ProviderName }
 
 // Devices implements verbsio.Provider.
 func (Provider) Devices() ([]verbsio.DeviceInfo, error) {
-	return []verbsio.DeviceInfo{shmInfo()}, nil
+	return append([]verbsio.DeviceInfo{shmInfo()}, udpDevices()...), nil
 }
 
 func shmInfo() verbsio.DeviceInfo {
@@ -36,10 +38,17 @@ func shmInfo() verbsio.DeviceInfo {
 }
 
 // Open implements verbsio.Provider.
-func (Provider) Open(name string) (verbsio.ContextImpl, error) {
-	switch name {
-	case ShmDevice:
+func (p Provider) Open(name string) (verbsio.ContextImpl, error) {
+	return p.OpenWith(name, verbsio.OpenOptions{})
+}
+
+// OpenWith implements verbsio.OptionsOpener.
+func (Provider) OpenWith(name string, o verbsio.OpenOptions) (verbsio.ContextImpl, error) {
+	switch {
+	case name == ShmDevice:
 		return openShm(shmInfo())
+	case strings.HasPrefix(name, UDPPrefix):
+		return openUDP(name, o)
 	}
 	return nil, verbsio.Errorf("open_device", unix.ENODEV, "the built-in engine has no device %q", name)
 }

@@ -39,6 +39,8 @@ type qp struct {
 	recvOK  bool
 	destQPN uint32
 
+	u *udpQP // udp fabric transport; nil on shm
+
 	// Head-of-line wait (RNR, or no response from the target).
 	blocked    bool
 	blockKind  uint8
@@ -221,6 +223,8 @@ func (q *qp) Modify(attr *verbsio.QPAttr, mask verbsio.QPAttrMask) error {
 	if attr == nil {
 		return verbsio.Errorf("modify_qp", unix.EINVAL, "nil attributes")
 	}
+	q.ctx.lock()
+	defer q.ctx.unlock()
 	next, err := verbsio.CheckModify(q.typ, q.state, attr, mask)
 	if err != nil {
 		return err
@@ -241,7 +245,11 @@ func (q *qp) Modify(attr *verbsio.QPAttr, mask verbsio.QPAttrMask) error {
 		return verbsio.Errorf("modify_qp", unix.EOPNOTSUPP, "packet pacing is not supported on %s", q.ctx.info.Name)
 	}
 	c := q.ctx
-	if next == verbsio.QPStateRTR && q.state != verbsio.QPStateRTR && (q.typ == verbsio.QPTypeRC || q.typ == verbsio.QPTypeUC) {
+	if c.udp != nil {
+		if err := q.udpModify(next, attr, mask); err != nil {
+			return err
+		}
+	} else if next == verbsio.QPStateRTR && q.state != verbsio.QPStateRTR && (q.typ == verbsio.QPTypeRC || q.typ == verbsio.QPTypeUC) {
 		c.mu.Lock()
 		p, err := c.attachPeerLocked(attr.AH.DGID)
 		c.mu.Unlock()
@@ -327,6 +335,7 @@ func (q *qp) storeAttr(a *verbsio.QPAttr, mask verbsio.QPAttrMask) {
 func (q *qp) reset() {
 	q.unblock()
 	q.dropPeer()
+	q.udpReset()
 	q.sqPI, q.sqExec, q.sqDone = 0, 0, 0
 	if q.rq.Valid() {
 		h := q.rq.Header()
@@ -363,6 +372,15 @@ func (q *qp) toErr() {
 	q.unblock()
 	q.flushSQ()
 	q.flushRQ()
+	if u := q.u; u != nil {
+		u.sendPos = q.sqPI
+		u.deadline, u.rnrUntil = 0, 0
+		if u.rcv.active {
+			u.rcv.active = false
+			e := ring.CQE{WRID: u.rcv.id, Status: uint8(verbsio.StatusWRFlushErr), Opcode: uint8(verbsio.WCRecv), QPN: q.qpn}
+			q.recvCQ.ring.Push(&e, q.ctx.pid)
+		}
+	}
 }
 
 func (q *qp) flushSQ() {
@@ -402,10 +420,12 @@ func (q *qp) PostRecv(wrs []verbsio.RecvWR) (int, error) {
 	if q.state == verbsio.QPStateReset {
 		return 0, errRecvState
 	}
+	q.ctx.lock()
 	n, err := postRecv(q.rq, &q.rqPI, q.cap.MaxRecvSGE, wrs)
 	if q.state == verbsio.QPStateErr {
 		q.flushRQ()
 	}
+	q.ctx.unlock()
 	return n, err
 }
 
@@ -442,7 +462,9 @@ func (q *qp) Destroy() error {
 	if q.ctx.qps[q.idx].Load() != q {
 		return verbsio.Errorf("destroy_qp", unix.EINVAL, "queue pair already destroyed")
 	}
+	q.ctx.lock()
 	q.destroy(false)
+	q.ctx.unlock()
 	return nil
 }
 

@@ -76,7 +76,10 @@ func (s *srq) PostRecv(wrs []verbsio.RecvWR) (int, error) {
 	if !s.rq.Valid() {
 		return 0, errSRQClosed
 	}
-	return postRecv(s.rq, &s.pi, s.maxSGE, wrs)
+	s.ctx.lock()
+	n, err := postRecv(s.rq, &s.pi, s.maxSGE, wrs)
+	s.ctx.unlock()
+	return n, err
 }
 
 // Destroy implements verbsio.SRQImpl.

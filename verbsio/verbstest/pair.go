@@ -22,12 +22,13 @@ type Side struct {
 	MR  *verbsio.MR
 	Buf []byte
 	GID verbsio.GID
+	LID uint16 // the port's LID (the udp fabric's UDP port when not 4791)
 	SRQ *verbsio.SRQ
 }
 
 // Endpoint returns what this side tells its peer.
 func (s *Side) Endpoint() verbsio.Endpoint {
-	return verbsio.Endpoint{QPN: s.QP.QPN(), GID: s.GID, RKey: s.MR.RKey(), VAddr: s.MR.Addr(), PSN: 0x1234}
+	return verbsio.Endpoint{LID: s.LID, QPN: s.QP.QPN(), GID: s.GID, RKey: s.MR.RKey(), VAddr: s.MR.Addr(), PSN: 0x1234}
 }
 
 // PairConfig describes a Pair.
@@ -44,6 +45,8 @@ type PairConfig struct {
 	Connect verbsio.ConnectOptions
 	// NoConnect leaves both QPs in RESET.
 	NoConnect bool
+	// Open are the options each side's device is opened with.
+	Open verbsio.OpenOptions
 }
 
 // AllAccess is every access right.
@@ -94,12 +97,17 @@ func NewSide(tb testing.TB, cfg PairConfig) *Side {
 	if err != nil {
 		tb.Fatalf("verbstest: %v", err)
 	}
-	tb.Cleanup(func() { s.Ctx.Close() })
+	// A side that is not polling still answers, as a NIC would.
+	stop := s.Ctx.StartProgress()
+	tb.Cleanup(func() {
+		stop()
+		s.Ctx.Close()
+	})
 	return s
 }
 
 func newSide(cfg PairConfig) (*Side, error) {
-	ctx, err := verbsio.Open(cfg.Device)
+	ctx, err := verbsio.OpenWith(cfg.Device, cfg.Open)
 	if err != nil {
 		return nil, err
 	}
@@ -130,6 +138,11 @@ func newSide(cfg PairConfig) (*Side, error) {
 		return fail(err)
 	}
 	s.GID = g.GID
+	pa, err := ctx.QueryPort(1)
+	if err != nil {
+		return fail(err)
+	}
+	s.LID = pa.LID
 	return s, nil
 }
 

@@ -12,21 +12,31 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// target is the device under test and how to open it.
+type target struct {
+	name string
+	open verbsio.OpenOptions
+}
+
 // Run runs the conformance suite against device. Every provider that
 // claims a feature must pass its part: a failure is a failure, not a skip.
-func Run(t *testing.T, device string) {
-	t.Run("StateMachine", func(t *testing.T) { testStateMachine(t, device) })
-	t.Run("PostState", func(t *testing.T) { testPostState(t, device) })
-	t.Run("Opcodes", func(t *testing.T) { testOpcodes(t, device) })
-	t.Run("RemoteErrors", func(t *testing.T) { testRemoteErrors(t, device) })
-	t.Run("PostErrors", func(t *testing.T) { testPostErrors(t, device) })
-	t.Run("Unsignaled", func(t *testing.T) { testUnsignaled(t, device) })
-	t.Run("Flush", func(t *testing.T) { testFlush(t, device) })
-	t.Run("SRQ", func(t *testing.T) { testSRQ(t, device) })
-	t.Run("CQOverrun", func(t *testing.T) { testCQOverrun(t, device) })
-	t.Run("Resources", func(t *testing.T) { testResources(t, device) })
-	t.Run("RNR", func(t *testing.T) { testRNR(t, device) })
-	t.Run("PeerGone", func(t *testing.T) { testPeerGone(t, device) })
+func Run(t *testing.T, device string) { RunWith(t, device, verbsio.OpenOptions{}) }
+
+// RunWith runs the suite opening each context with opts.
+func RunWith(t *testing.T, device string, opts verbsio.OpenOptions) {
+	dev := target{device, opts}
+	t.Run("StateMachine", func(t *testing.T) { testStateMachine(t, dev) })
+	t.Run("PostState", func(t *testing.T) { testPostState(t, dev) })
+	t.Run("Opcodes", func(t *testing.T) { testOpcodes(t, dev) })
+	t.Run("RemoteErrors", func(t *testing.T) { testRemoteErrors(t, dev) })
+	t.Run("PostErrors", func(t *testing.T) { testPostErrors(t, dev) })
+	t.Run("Unsignaled", func(t *testing.T) { testUnsignaled(t, dev) })
+	t.Run("Flush", func(t *testing.T) { testFlush(t, dev) })
+	t.Run("SRQ", func(t *testing.T) { testSRQ(t, dev) })
+	t.Run("CQOverrun", func(t *testing.T) { testCQOverrun(t, dev) })
+	t.Run("Resources", func(t *testing.T) { testResources(t, dev) })
+	t.Run("RNR", func(t *testing.T) { testRNR(t, dev) })
+	t.Run("PeerGone", func(t *testing.T) { testPeerGone(t, dev) })
 }
 
 func fill(b []byte, seed byte) {
@@ -46,8 +56,8 @@ const (
 		verbsio.QPAttrMaxQPRdAtomic
 )
 
-func testStateMachine(t *testing.T, dev string) {
-	p := NewPair(t, PairConfig{Device: dev, NoConnect: true})
+func testStateMachine(t *testing.T, dev target) {
+	p := NewPair(t, PairConfig{Device: dev.name, Open: dev.open, NoConnect: true})
 	q := p.A.QP
 	peer := p.B.Endpoint()
 	good := verbsio.QPAttr{State: verbsio.QPStateInit, PortNum: 1, AccessFlags: verbsio.AccessRemoteWrite,
@@ -108,7 +118,7 @@ func testStateMachine(t *testing.T, dev string) {
 	}
 
 	// UD needs a Q_Key, not access flags, and nothing at RTR.
-	ud := NewSide(t, PairConfig{Device: dev, Type: verbsio.QPTypeUD})
+	ud := NewSide(t, PairConfig{Device: dev.name, Open: dev.open, Type: verbsio.QPTypeUD})
 	udInit := verbsio.QPAttr{State: verbsio.QPStateInit, PortNum: 1, QKey: 0x11111111}
 	if err := ud.QP.Modify(&udInit, initRC); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("UD RESET->INIT with ACCESS_FLAGS and no QKEY: err = %v, want EINVAL", err)
@@ -127,8 +137,8 @@ func testStateMachine(t *testing.T, dev string) {
 	}
 }
 
-func testPostState(t *testing.T, dev string) {
-	s := NewSide(t, PairConfig{Device: dev})
+func testPostState(t *testing.T, dev target) {
+	s := NewSide(t, PairConfig{Device: dev.name, Open: dev.open})
 	wr := []verbsio.SendWR{{Opcode: verbsio.OpSend, SGL: []verbsio.SGE{s.MR.SGE(0, 8)}}}
 	if n, err := s.QP.PostSend(wr); n != 0 || !errors.Is(err, unix.EINVAL) {
 		t.Errorf("post_send in RESET: n=%d err=%v, want 0, EINVAL", n, err)
@@ -163,7 +173,7 @@ type opCase struct {
 
 func sge(s *Side, off, n int) verbsio.SGE { return s.MR.SGE(off, n) }
 
-func testOpcodes(t *testing.T, dev string) {
+func testOpcodes(t *testing.T, dev target) {
 	const imm = 0xdeadbeef
 	cases := []opCase{
 		{name: "RC WRITE 1 byte", wr: func(p *Pair) verbsio.SendWR {
@@ -267,7 +277,7 @@ func testOpcodes(t *testing.T, dev string) {
 			recvWC: &verbsio.WC{ID: 100, Opcode: verbsio.WCRecv, ByteLen: 128},
 			check:  func(t *testing.T, p *Pair) { expectBytes(t, p.B.Buf[:128], p.A.Buf[:128]) }},
 		{name: "UD SEND with GRH", qpType: verbsio.QPTypeUD, recv: []verbsio.SGE{{Addr: 0, Length: 40 + 256}}, wr: func(p *Pair) verbsio.SendWR {
-			ah, err := p.A.PD.CreateAH(verbsio.AHAttr{IsGlobal: true, DGID: p.B.GID, PortNum: 1})
+			ah, err := p.A.PD.CreateAH(verbsio.AHAttr{IsGlobal: true, DGID: p.B.GID, DLID: p.B.LID, PortNum: 1})
 			if err != nil {
 				panic(err)
 			}
@@ -283,7 +293,7 @@ func testOpcodes(t *testing.T, dev string) {
 			if typ == 0 {
 				typ = verbsio.QPTypeRC
 			}
-			p := NewPair(t, PairConfig{Device: dev, Type: typ, Cap: verbsio.QPCap{MaxInlineData: 64}})
+			p := NewPair(t, PairConfig{Device: dev.name, Open: dev.open, Type: typ, Cap: verbsio.QPCap{MaxInlineData: 64}})
 			fill(p.A.Buf, 1)
 			fill(p.B.Buf, 100)
 			if c.recv != nil {
@@ -360,7 +370,7 @@ type errCase struct {
 	recvWant verbsio.Status // 0: no receive completion expected
 }
 
-func testRemoteErrors(t *testing.T, dev string) {
+func testRemoteErrors(t *testing.T, dev target) {
 	write := func(off uint64, n int, rkey func(p *Pair) uint32) func(p *Pair) verbsio.SendWR {
 		return func(p *Pair) verbsio.SendWR {
 			return verbsio.SendWR{ID: 1, Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{sge(p.A, 0, n)},
@@ -460,7 +470,7 @@ func testRemoteErrors(t *testing.T, dev string) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := PairConfig{Device: dev}
+			cfg := PairConfig{Device: dev.name, Open: dev.open}
 			if c.cfg != nil {
 				c.cfg(&cfg)
 			}
@@ -527,7 +537,7 @@ func sendN(n int) func(p *Pair) verbsio.SendWR {
 	}
 }
 
-func testPostErrors(t *testing.T, dev string) {
+func testPostErrors(t *testing.T, dev target) {
 	cases := []struct {
 		name  string
 		typ   verbsio.QPType
@@ -568,7 +578,7 @@ func testPostErrors(t *testing.T, dev string) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := NewPair(t, PairConfig{Device: dev, Type: c.typ, Cap: verbsio.QPCap{MaxInlineData: 64}})
+			p := NewPair(t, PairConfig{Device: dev.name, Open: dev.open, Type: c.typ, Cap: verbsio.QPCap{MaxInlineData: 64}})
 			n, err := p.A.QP.PostSend(c.wr(p))
 			if n != c.n || !errors.Is(err, c.errno) {
 				t.Errorf("post_send = %d, %v; want %d, %s", n, err, c.n, unix.ErrnoName(c.errno))
@@ -580,7 +590,7 @@ func testPostErrors(t *testing.T, dev string) {
 		})
 	}
 	t.Run("receive queue full", func(t *testing.T) {
-		p := NewPair(t, PairConfig{Device: dev})
+		p := NewPair(t, PairConfig{Device: dev.name, Open: dev.open})
 		wrs := make([]verbsio.RecvWR, 65)
 		for i := range wrs {
 			wrs[i] = verbsio.RecvWR{SGL: []verbsio.SGE{sge(p.B, 0, 8)}}
@@ -591,8 +601,8 @@ func testPostErrors(t *testing.T, dev string) {
 	})
 }
 
-func testUnsignaled(t *testing.T, dev string) {
-	p := NewPair(t, PairConfig{Device: dev, Cap: verbsio.QPCap{MaxSendWR: 16}})
+func testUnsignaled(t *testing.T, dev target) {
+	p := NewPair(t, PairConfig{Device: dev.name, Open: dev.open, Cap: verbsio.QPCap{MaxSendWR: 16}})
 	w := verbsio.SendWR{Opcode: verbsio.OpRDMAWrite, SGL: []verbsio.SGE{sge(p.A, 0, 8)}, Remote: verbsio.RemoteAddr{Addr: p.B.MR.Addr(), RKey: p.B.MR.RKey()}}
 	for round := 0; round < 5; round++ {
 		wrs := make([]verbsio.SendWR, 16)
@@ -614,7 +624,7 @@ func testUnsignaled(t *testing.T, dev string) {
 		ExpectEmpty(t, p.A.CQ)
 	}
 	// With sq_sig_all every request completes.
-	q := NewPair(t, PairConfig{Device: dev, SQSig: true})
+	q := NewPair(t, PairConfig{Device: dev.name, Open: dev.open, SQSig: true})
 	wrs := []verbsio.SendWR{w, w, w}
 	wrs[0].Remote.RKey, wrs[1].Remote.RKey, wrs[2].Remote.RKey = q.B.MR.RKey(), q.B.MR.RKey(), q.B.MR.RKey()
 	wrs[0].Remote.Addr, wrs[1].Remote.Addr, wrs[2].Remote.Addr = q.B.MR.Addr(), q.B.MR.Addr(), q.B.MR.Addr()
@@ -627,8 +637,8 @@ func testUnsignaled(t *testing.T, dev string) {
 	}
 }
 
-func testFlush(t *testing.T, dev string) {
-	p := NewPair(t, PairConfig{Device: dev})
+func testFlush(t *testing.T, dev target) {
+	p := NewPair(t, PairConfig{Device: dev.name, Open: dev.open})
 	recvs := []verbsio.RecvWR{{ID: 1, SGL: []verbsio.SGE{sge(p.B, 0, 8)}}, {ID: 2, SGL: []verbsio.SGE{sge(p.B, 8, 8)}}}
 	if _, err := p.B.QP.PostRecv(recvs); err != nil {
 		t.Fatal(err)
@@ -660,8 +670,8 @@ func testFlush(t *testing.T, dev string) {
 	}
 }
 
-func testSRQ(t *testing.T, dev string) {
-	p := NewPair(t, PairConfig{Device: dev, UseSRQ: true})
+func testSRQ(t *testing.T, dev target) {
+	p := NewPair(t, PairConfig{Device: dev.name, Open: dev.open, UseSRQ: true})
 	if _, err := p.B.QP.PostRecv([]verbsio.RecvWR{{SGL: []verbsio.SGE{sge(p.B, 0, 8)}}}); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("post_recv on a QP with an SRQ: %v, want EINVAL", err)
 	}
@@ -690,8 +700,8 @@ func testSRQ(t *testing.T, dev string) {
 	}
 }
 
-func testCQOverrun(t *testing.T, dev string) {
-	p := NewPair(t, PairConfig{Device: dev, CQE: 4})
+func testCQOverrun(t *testing.T, dev target) {
+	p := NewPair(t, PairConfig{Device: dev.name, Open: dev.open, CQE: 4})
 	w := verbsio.SendWR{Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{sge(p.A, 0, 8)},
 		Remote: verbsio.RemoteAddr{Addr: p.B.MR.Addr(), RKey: p.B.MR.RKey()}}
 	depth := p.A.CQ.Depth()
@@ -701,6 +711,13 @@ func testCQOverrun(t *testing.T, dev string) {
 			t.Fatal(err)
 		}
 	}
+	// Let every completion arrive (at once on shm; after the target's
+	// acknowledgements on a network fabric, the engine running in the
+	// background) before polling.
+	if err := p.A.CQ.Wait(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
 	wcs := make([]verbsio.WC, 64)
 	n, err := p.A.CQ.Poll(wcs)
 	if !errors.Is(err, unix.EOVERFLOW) {
@@ -711,8 +728,8 @@ func testCQOverrun(t *testing.T, dev string) {
 	}
 }
 
-func testResources(t *testing.T, dev string) {
-	s := NewSide(t, PairConfig{Device: dev})
+func testResources(t *testing.T, dev target) {
+	s := NewSide(t, PairConfig{Device: dev.name, Open: dev.open})
 	if err := s.Ctx.Free(s.Buf); !errors.Is(err, unix.EBUSY) {
 		t.Errorf("free registered memory: %v, want EBUSY", err)
 	}
@@ -741,7 +758,7 @@ func testResources(t *testing.T, dev string) {
 		t.Errorf("dealloc PD: %v", err)
 	}
 	// A deregistered region's rkey is refused.
-	p := NewPair(t, PairConfig{Device: dev})
+	p := NewPair(t, PairConfig{Device: dev.name, Open: dev.open})
 	key := p.B.MR.RKey()
 	if err := p.B.MR.Dereg(); err != nil {
 		t.Fatal(err)
@@ -757,9 +774,9 @@ func testResources(t *testing.T, dev string) {
 	}
 }
 
-func testRNR(t *testing.T, dev string) {
+func testRNR(t *testing.T, dev target) {
 	// The receive arrives while the sender is retrying: the send succeeds.
-	p := NewPair(t, PairConfig{Device: dev, Connect: verbsio.ConnectOptions{MinRNRTimer: 1}})
+	p := NewPair(t, PairConfig{Device: dev.name, Open: dev.open, Connect: verbsio.ConnectOptions{MinRNRTimer: 1}})
 	if _, err := p.A.QP.PostSend([]verbsio.SendWR{{ID: 1, Opcode: verbsio.OpSend, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{sge(p.A, 0, 8)}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -776,10 +793,10 @@ func testRNR(t *testing.T, dev string) {
 	}
 }
 
-func testPeerGone(t *testing.T, dev string) {
+func testPeerGone(t *testing.T, dev target) {
 	// The target context closes: outstanding and later requests fail with
 	// RETRY_EXC_ERR then WR_FLUSH_ERR, within the QP's timeout.
-	p := NewPair(t, PairConfig{Device: dev, Connect: verbsio.ConnectOptions{Timeout: 8, RetryCnt: 2}})
+	p := NewPair(t, PairConfig{Device: dev.name, Open: dev.open, Connect: verbsio.ConnectOptions{Timeout: 8, RetryCnt: 2}})
 	if _, err := p.A.QP.PostSend([]verbsio.SendWR{{ID: 1, Opcode: verbsio.OpSend, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{sge(p.A, 0, 8)}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,332 @@
+package udp
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Batch is the largest number of datagrams one Flush or Recv moves.
+const Batch = 64
+
+// MaxDatagram is the largest datagram a receive slot holds.
+const MaxDatagram = 9216
+
+// Out is one datagram (or GSO super-datagram) to send.
+type Out struct {
+	Buf []byte
+	To  netip.AddrPort
+	// GSO, when not 0, asks the kernel to cut Buf into datagrams of GSO
+	// bytes (the last may be shorter).
+	GSO uint16
+}
+
+// In is one received datagram.
+type In struct {
+	Buf  []byte // the slot; Buf[:N] holds the datagram
+	N    int
+	From netip.AddrPort
+}
+
+// Conn is a UDP socket with batch I/O. It is used by one goroutine at a
+// time.
+type Conn struct {
+	fd     int
+	v6     bool
+	local  netip.AddrPort
+	gso    bool
+	gsoErr error
+
+	out   [Batch]Out
+	nout  int
+	shdr  [Batch]unix.Mmsghdr
+	siov  [Batch]unix.Iovec
+	sname [Batch]unix.RawSockaddrInet6
+	scmsg [Batch][cmsgSpace]byte
+
+	in    [Batch]In
+	rhdr  [Batch]unix.Mmsghdr
+	riov  [Batch]unix.Iovec
+	rname [Batch]unix.RawSockaddrInet6
+	rbuf  []byte
+
+	// Counters.
+	Sent, Received, SendErrors, Dropped atomic.Uint64
+}
+
+const udpSegment = 103 // UDP_SEGMENT
+
+// cmsgSpace is unix.CmsgSpace(2) on 64-bit Linux: a 16-byte header and
+// the 2-byte segment size padded to 8.
+const cmsgSpace = 24
+
+func init() {
+	if unix.CmsgSpace(2) != cmsgSpace {
+		panic("udp: unexpected cmsg layout")
+	}
+}
+
+// Listen binds a UDP socket to addr (port 0 picks a free port). IPv4
+// sockets set IP_MTU_DISCOVER to IP_PMTUDISC_DO: datagrams carry DF and,
+// on an unconnected socket, IP identification 0, which the ICRC covers.
+func Listen(addr netip.AddrPort) (*Conn, error) {
+	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
+	c := &Conn{v6: addr.Addr().Is6(), rbuf: make([]byte, Batch*MaxDatagram)}
+	family := unix.AF_INET
+	if c.v6 {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("udp socket: %w", err)
+	}
+	c.fd = fd
+	if c.v6 {
+		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
+		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO)
+	} else {
+		unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO)
+	}
+	for _, opt := range []int{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF} {
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, 8<<20) == nil {
+			break
+		}
+	}
+	for _, opt := range []int{unix.SO_SNDBUFFORCE, unix.SO_SNDBUF} {
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, 8<<20) == nil {
+			break
+		}
+	}
+	if err := unix.Bind(fd, sockaddr(addr)); err != nil {
+		unix.Close(fd)
+		if errors.Is(err, unix.EADDRINUSE) {
+			return nil, fmt.Errorf("UDP port %d on %s is in use (another engine, or a kernel rxe device on port 4791); pick another port: %w", addr.Port(), addr.Addr(), err)
+		}
+		if errors.Is(err, unix.EADDRNOTAVAIL) {
+			return nil, fmt.Errorf("address %s is not on this host: %w", addr.Addr(), err)
+		}
+		return nil, fmt.Errorf("bind %s: %w", addr, err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("getsockname: %w", err)
+	}
+	c.local = fromSockaddr(sa)
+	_, err = unix.GetsockoptInt(fd, unix.IPPROTO_UDP, udpSegment)
+	c.gso = err == nil
+	if !c.gso {
+		c.gsoErr = fmt.Errorf("kernel has no UDP_SEGMENT: %w", err)
+	}
+	for i := range c.rhdr {
+		c.in[i].Buf = c.rbuf[i*MaxDatagram : (i+1)*MaxDatagram]
+		c.riov[i].Base = &c.in[i].Buf[0]
+		c.riov[i].SetLen(MaxDatagram)
+		c.rhdr[i].Hdr.Iov = &c.riov[i]
+		c.rhdr[i].Hdr.SetIovlen(1)
+		c.rhdr[i].Hdr.Name = (*byte)(unsafe.Pointer(&c.rname[i]))
+	}
+	for i := range c.shdr {
+		c.shdr[i].Hdr.Iov = &c.siov[i]
+		c.shdr[i].Hdr.SetIovlen(1)
+		c.shdr[i].Hdr.Name = (*byte)(unsafe.Pointer(&c.sname[i]))
+	}
+	return c, nil
+}
+
+func sockaddr(a netip.AddrPort) unix.Sockaddr {
+	if a.Addr().Is4() {
+		return &unix.SockaddrInet4{Port: int(a.Port()), Addr: a.Addr().As4()}
+	}
+	return &unix.SockaddrInet6{Port: int(a.Port()), Addr: a.Addr().As16()}
+}
+
+func fromSockaddr(sa unix.Sockaddr) netip.AddrPort {
+	switch s := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(s.Addr), uint16(s.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(s.Addr), uint16(s.Port))
+	}
+	return netip.AddrPort{}
+}
+
+// LocalAddr is the bound address and port.
+func (c *Conn) LocalAddr() netip.AddrPort { return c.local }
+
+// FD is the socket descriptor, for polling.
+func (c *Conn) FD() int { return c.fd }
+
+// GSO reports whether sends may use UDP_SEGMENT, and if not, why.
+func (c *Conn) GSO() (bool, error) { return c.gso, c.gsoErr }
+
+// Queue returns the next send slot, or nil when the batch is full (Flush
+// first). The slot's Buf must stay untouched until Flush returns.
+func (c *Conn) Queue() *Out {
+	if c.nout == Batch {
+		return nil
+	}
+	o := &c.out[c.nout]
+	c.nout++
+	o.GSO = 0
+	return o
+}
+
+// Pending is the number of queued datagrams.
+func (c *Conn) Pending() int { return c.nout }
+
+// Flush sends the queued datagrams with sendmmsg and empties the queue. A
+// datagram the kernel refuses for lack of buffer space is dropped and
+// counted (the transport above retransmits); a GSO send refused with EIO
+// turns GSO off for the socket and is sent again without it.
+func (c *Conn) Flush() error {
+	n := c.nout
+	if n == 0 {
+		return nil
+	}
+	for i := 0; i < n; i++ {
+		o := &c.out[i]
+		putSockaddr(&c.sname[i], o.To, c.v6)
+		h := &c.shdr[i].Hdr
+		c.siov[i].Base = unsafe.SliceData(o.Buf)
+		c.siov[i].SetLen(len(o.Buf))
+		if c.v6 {
+			h.Namelen = unix.SizeofSockaddrInet6
+		} else {
+			h.Namelen = unix.SizeofSockaddrInet4
+		}
+		if o.GSO != 0 && c.gso && len(o.Buf) > int(o.GSO) {
+			cm := c.scmsg[i][:]
+			ch := (*unix.Cmsghdr)(unsafe.Pointer(&cm[0]))
+			ch.Level = unix.SOL_UDP
+			ch.Type = udpSegment
+			ch.SetLen(unix.CmsgLen(2))
+			*(*uint16)(unsafe.Pointer(&cm[unix.CmsgLen(0)])) = o.GSO
+			h.Control = &cm[0]
+			h.SetControllen(cmsgSpace)
+		} else {
+			h.Control = nil
+			h.SetControllen(0)
+		}
+	}
+	done := 0
+	var err error
+	for done < n {
+		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&c.shdr[done])), uintptr(n-done), 0, 0, 0)
+		if e != 0 {
+			switch e {
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN, unix.ENOBUFS:
+				// The socket buffer is full: drop what is left; the
+				// transport retransmits.
+				c.Dropped.Add(uint64(n - done))
+			case unix.EIO:
+				if c.out[done].GSO != 0 && c.gso {
+					c.gso = false
+					c.gsoErr = errors.New("the kernel refused a UDP_SEGMENT send with EIO (device without checksum offload); GSO turned off")
+					c.splitGSO(done)
+					done++
+					continue
+				}
+				fallthrough
+			default:
+				c.SendErrors.Add(1)
+				err = e
+				done++ // skip the datagram the kernel refused
+				continue
+			}
+			break
+		}
+		c.Sent.Add(uint64(r))
+		done += int(r)
+	}
+	for i := 0; i < n; i++ {
+		c.siov[i].Base = nil
+		c.out[i].Buf = nil
+	}
+	c.nout = 0
+	return err
+}
+
+// splitGSO sends queued GSO slot i as one datagram per segment (once,
+// when the kernel first refuses GSO; later sends are segmented by the
+// caller).
+func (c *Conn) splitGSO(i int) {
+	o := c.out[i]
+	sa := sockaddr(o.To)
+	for off := 0; off < len(o.Buf); off += int(o.GSO) {
+		end := min(off+int(o.GSO), len(o.Buf))
+		if err := unix.Sendto(c.fd, o.Buf[off:end], 0, sa); err == nil {
+			c.Sent.Add(1)
+		}
+	}
+}
+
+func putSockaddr(sa *unix.RawSockaddrInet6, a netip.AddrPort, v6 bool) {
+	port := a.Port()
+	if v6 {
+		sa.Family = unix.AF_INET6
+		sa.Port = port<<8 | port>>8
+		sa.Addr = a.Addr().As16()
+		sa.Flowinfo = 0
+		sa.Scope_id = 0
+		return
+	}
+	s4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+	s4.Family = unix.AF_INET
+	s4.Port = port<<8 | port>>8
+	s4.Addr = a.Addr().Unmap().As4()
+}
+
+func getSockaddr(sa *unix.RawSockaddrInet6) netip.AddrPort {
+	if sa.Family == unix.AF_INET {
+		s4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		return netip.AddrPortFrom(netip.AddrFrom4(s4.Addr), s4.Port<<8|s4.Port>>8)
+	}
+	return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), sa.Port<<8|sa.Port>>8)
+}
+
+// Recv reads up to Batch datagrams without blocking and returns them; the
+// slice and its buffers are valid until the next Recv.
+func (c *Conn) Recv() ([]In, error) {
+	for i := range c.rhdr {
+		c.rhdr[i].Hdr.Namelen = unix.SizeofSockaddrInet6
+		c.rhdr[i].Len = 0
+	}
+	for {
+		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&c.rhdr[0])), Batch, unix.MSG_DONTWAIT, 0, 0)
+		if e != 0 {
+			if e == unix.EINTR {
+				continue
+			}
+			if e == unix.EAGAIN {
+				return nil, nil
+			}
+			return nil, e
+		}
+		n := int(r)
+		for i := 0; i < n; i++ {
+			c.in[i].N = int(c.rhdr[i].Len)
+			c.in[i].From = getSockaddr(&c.rname[i])
+		}
+		c.Received.Add(uint64(n))
+		return c.in[:n], nil
+	}
+}
+
+// Wait blocks until the socket is readable or timeout passes.
+func (c *Conn) Wait(timeout time.Duration) bool {
+	fds := [1]unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLIN}}
+	ts := unix.NsecToTimespec(int64(timeout))
+	n, _ := unix.Ppoll(fds[:], &ts, nil)
+	return n > 0
+}
+
+// Close closes the socket.
+func (c *Conn) Close() error { return unix.Close(c.fd) }

@@ -1,0 +1,129 @@
+package udp
+
+import (
+	"bytes"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func recvAll(t *testing.T, c *Conn, want int) [][]byte {
+	t.Helper()
+	var got [][]byte
+	deadline := time.Now().Add(2 * time.Second)
+	for len(got) < want && time.Now().Before(deadline) {
+		in, err := c.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range in {
+			got = append(got, append([]byte(nil), d.Buf[:d.N]...))
+		}
+		if len(in) == 0 {
+			c.Wait(50 * time.Millisecond)
+		}
+	}
+	return got
+}
+
+func TestBatchAndGSO(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1", "::1"} {
+		t.Run(addr, func(t *testing.T) {
+			a, err := Listen(netip.AddrPortFrom(netip.MustParseAddr(addr), 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			b, err := Listen(netip.AddrPortFrom(netip.MustParseAddr(addr), 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			var msgs [][]byte
+			for i := 0; i < 10; i++ {
+				m := bytes.Repeat([]byte{byte(i)}, 100+i)
+				msgs = append(msgs, m)
+				o := a.Queue()
+				o.Buf, o.To = m, b.LocalAddr()
+			}
+			big := make([]byte, 2500)
+			for i := range big {
+				big[i] = byte(i / 1000)
+			}
+			o := a.Queue()
+			o.Buf, o.To, o.GSO = big, b.LocalAddr(), 1000
+			if err := a.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			got := recvAll(t, b, 13)
+			if len(got) != 13 {
+				t.Fatalf("received %d datagrams, want 13", len(got))
+			}
+			for i := 0; i < 10; i++ {
+				if !bytes.Equal(got[i], msgs[i]) {
+					t.Errorf("datagram %d differs", i)
+				}
+			}
+			for i, n := range []int{1000, 1000, 500} {
+				if len(got[10+i]) != n || got[10+i][0] != byte(i) {
+					t.Errorf("GSO segment %d: %d bytes starting %d", i, len(got[10+i]), got[10+i][0])
+				}
+			}
+			if ok, err := a.GSO(); !ok {
+				t.Logf("GSO unavailable here: %v (segments were sent one by one)", err)
+			}
+		})
+	}
+}
+
+func TestPortInUse(t *testing.T) {
+	a, err := Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := Listen(a.LocalAddr()); err == nil {
+		t.Fatal("second bind succeeded")
+	} else if !bytes.Contains([]byte(err.Error()), []byte("in use")) {
+		t.Errorf("error %q does not say the port is in use", err)
+	}
+}
+
+func TestAllocs(t *testing.T) {
+	a, _ := Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+	defer a.Close()
+	b, _ := Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+	defer b.Close()
+	buf := make([]byte, 64)
+	to := b.LocalAddr()
+	n := testing.AllocsPerRun(200, func() {
+		for i := 0; i < 8; i++ {
+			o := a.Queue()
+			o.Buf, o.To = buf, to
+		}
+		a.Flush()
+		b.Recv()
+	})
+	if n != 0 {
+		t.Errorf("%.1f allocations per batch", n)
+	}
+}
+
+func TestNetdevs(t *testing.T) {
+	ds, err := Netdevs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range ds {
+		if d.Loopback {
+			found = true
+			if d.Addrs[0] != netip.MustParseAddr("127.0.0.1") && !d.Addrs[0].Is6() {
+				t.Errorf("loopback addresses %v", d.Addrs)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no loopback device among %v", ds)
+	}
+}

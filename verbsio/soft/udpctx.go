@@ -1,0 +1,424 @@
+package soft
+
+import (
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/rperf/rperf/internal/roce"
+	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/soft/internal/udp"
+	"golang.org/x/sys/unix"
+)
+
+// The udp fabric: RoCEv2 over UDP sockets. A context is bound to one
+// network device (as `rdma link add ... type rxe netdev X` binds rxe) and
+// to a UDP port on its addresses; its GID table holds the device's
+// addresses as RoCE v2 GIDs. Packets are built and parsed by
+// internal/roce, sent and received in batches by internal/udp, and driven
+// by posting and polling: PostSend transmits, CQ.Poll and CQ.Wait receive,
+// acknowledge, answer READs and retransmit.
+
+// UDPPrefix starts the names of udp-fabric devices: "udp_" + netdev.
+const UDPPrefix = "udp_"
+
+// RoCEPort is the RoCEv2 UDP destination port.
+const RoCEPort = 4791
+
+// udpHeaderAllowance is what a RoCEv2 packet adds to its payload inside the
+// netdev MTU (IPv4 20, UDP 8, BTH 12, RETH 16, ICRC 4, and slack for
+// IPv6), as rxe reserves it when it derives the active MTU.
+const udpHeaderAllowance = 80
+
+// udpCounters are the transport's counters, readable while it runs.
+type udpCounters struct {
+	sent, received, retransmitted, duplicates, icrcErrors, outOfSeq,
+	unknownQP, badPKey, malformed, wrongPeer, rnrNakSent, rnrNakRecv,
+	nakSent, nakRecv, timeouts, acksSent atomic.Uint64
+}
+
+// udpFabric is a context's udp-fabric state.
+type udpFabric struct {
+	dev   udp.Netdev
+	port  uint16
+	gids  []verbsio.GIDEntry
+	conns []*udp.Conn // by GID index; nil until used
+	def   int         // the GID index bound at open (perftest's pick)
+
+	active []*qp // QPs with transport work: outstanding requests, READ responses, timers
+
+	arena []byte
+	off   int
+	rx    roce.Packet
+	tx    roce.Packet
+	ackQ  []*qp
+
+	gso    bool
+	gsoWhy string
+
+	c udpCounters
+}
+
+func udpDeviceName(netdev string) string { return UDPPrefix + netdev }
+
+func udpDevices() []verbsio.DeviceInfo {
+	devs, err := udp.Netdevs()
+	if err != nil {
+		return nil
+	}
+	out := make([]verbsio.DeviceInfo, 0, len(devs))
+	for _, d := range devs {
+		out = append(out, verbsio.DeviceInfo{
+			Name: udpDeviceName(d.Name), Provider: ProviderName, Fabric: "udp", Transport: "InfiniBand",
+			NodeGUID: guidOf(d), Netdev: d.Name, Ports: 1,
+		})
+	}
+	return out
+}
+
+// guidOf derives a node GUID from the netdev's MAC as rxe does (EUI-64),
+// or from its name for devices without one (loopback).
+func guidOf(d udp.Netdev) uint64 {
+	if len(d.HW) == 6 {
+		m := d.HW
+		return uint64(m[0]^2)<<56 | uint64(m[1])<<48 | uint64(m[2])<<40 | 0xff<<32 | 0xfe<<24 |
+			uint64(m[3])<<16 | uint64(m[4])<<8 | uint64(m[5])
+	}
+	h := uint64(14695981039346656037)
+	for _, b := range []byte("rperf-udp:" + d.Name) {
+		h ^= uint64(b)
+		h *= 1099511628211
+	}
+	return h&^(0xff<<56) | 0x02<<56
+}
+
+func openUDP(name string, o verbsio.OpenOptions) (*Context, error) {
+	dev, err := udp.NetdevByName(strings.TrimPrefix(name, UDPPrefix))
+	if err != nil {
+		return nil, verbsio.Errorf("open_device", unix.ENODEV, "%v (rdiag devices lists the devices)", err)
+	}
+	if len(dev.Addrs) == 0 {
+		return nil, verbsio.Errorf("open_device", unix.ENODEV, "network device %s has no IP address; give it one (ip addr add ...)", dev.Name)
+	}
+	port := RoCEPort
+	switch {
+	case o.UDPPort < 0:
+		port = 0
+	case o.UDPPort > 0:
+		port = o.UDPPort
+	}
+	info := verbsio.DeviceInfo{Name: name, Provider: ProviderName, Fabric: "udp", Transport: "InfiniBand",
+		NodeGUID: guidOf(dev), Netdev: dev.Name, Ports: 1}
+	c, err := openShm(info)
+	if err != nil {
+		return nil, err
+	}
+	f := &udpFabric{dev: dev, arena: make([]byte, 2<<20)}
+	for i, a := range dev.Addrs {
+		f.gids = append(f.gids, verbsio.GIDEntry{Index: i, GID: verbsio.GIDFromAddr(a), Type: verbsio.GIDTypeRoCEv2, Netdev: dev.Name})
+	}
+	f.conns = make([]*udp.Conn, len(f.gids))
+	f.def = bestGID(f.gids)
+	conn, err := udp.Listen(netip.AddrPortFrom(dev.Addrs[f.def], uint16(port)))
+	if err != nil {
+		c.Close()
+		return nil, verbsio.Errorf("open_device", unix.EADDRINUSE, "%s: %v", name, err)
+	}
+	f.conns[f.def] = conn
+	f.port = conn.LocalAddr().Port()
+	f.gso, _ = conn.GSO()
+	if !f.gso {
+		_, why := conn.GSO()
+		f.gsoWhy = why.Error()
+	}
+	c.udp = f
+	return c, nil
+}
+
+// bestGID is perftest's GID choice: an IPv4-mapped address first, then a
+// global IPv6 one, then anything.
+func bestGID(gids []verbsio.GIDEntry) int {
+	best, score := 0, -1
+	for i, g := range gids {
+		s := 0
+		if g.GID.IsIPv4Mapped() {
+			s += 100
+		}
+		if a := g.GID.Addr(); !a.IsLinkLocalUnicast() {
+			s += 10
+		}
+		if s > score {
+			best, score = i, s
+		}
+	}
+	return best
+}
+
+// conn returns the socket for GID index i, binding it on first use to
+// that address and the context's port.
+func (f *udpFabric) conn(i int) (*udp.Conn, error) {
+	if i < 0 || i >= len(f.conns) {
+		return nil, verbsio.Errorf("modify_qp", unix.EINVAL, "sgid_index %d: the GID table of %s has %d entries (rdiag gids)", i, f.dev.Name, len(f.conns))
+	}
+	if f.conns[i] == nil {
+		c, err := udp.Listen(netip.AddrPortFrom(f.gids[i].GID.Addr(), f.port))
+		if err != nil {
+			return nil, verbsio.Errorf("modify_qp", unix.EADDRINUSE, "%v", err)
+		}
+		f.conns[i] = c
+	}
+	return f.conns[i], nil
+}
+
+func (f *udpFabric) close() {
+	for _, c := range f.conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+func (f *udpFabric) portAttr() verbsio.PortAttr {
+	mtu, ok := verbsio.MTUFromBytes(f.dev.MTU - udpHeaderAllowance)
+	if !ok {
+		mtu = verbsio.MTU256
+	}
+	state := verbsio.PortActive
+	phys := uint8(5)
+	if !f.dev.Up {
+		state, phys = verbsio.PortDown, 3
+	}
+	var lid uint16
+	if f.port != RoCEPort {
+		lid = f.port
+	}
+	return verbsio.PortAttr{
+		State: state, MaxMTU: verbsio.MTU4096, ActiveMTU: mtu, GIDTblLen: len(f.gids),
+		MaxMsgSize: udpMaxMsgSize, LID: lid, PkeyTblLen: 1, MaxVLNum: 1, PhysState: phys,
+		LinkLayer: verbsio.LinkLayerEthernet, Netdev: f.dev.Name, PortCapFlags: 1 << 16, // IP-based GIDs
+	}
+}
+
+const udpMaxMsgSize = 1 << 31
+
+func (f *udpFabric) deviceAttr(base verbsio.DeviceAttr) verbsio.DeviceAttr {
+	a := base
+	a.NodeGUID = guidOf(f.dev)
+	a.SysImageGUID = a.NodeGUID
+	a.MaxMsgSize = udpMaxMsgSize
+	return a
+}
+
+// alloc returns n bytes of the transmit arena, flushing the sockets and
+// starting over when it is full.
+func (f *udpFabric) alloc(n int) []byte {
+	if f.off+n > len(f.arena) {
+		f.flush()
+	}
+	b := f.arena[f.off : f.off+n : f.off+n]
+	f.off += n
+	return b
+}
+
+// queue adds a datagram for conn, flushing first when the batch is full.
+func (f *udpFabric) queue(conn *udp.Conn, b []byte, to netip.AddrPort, gso uint16) {
+	o := conn.Queue()
+	if o == nil {
+		conn.Flush()
+		o = conn.Queue()
+	}
+	o.Buf, o.To, o.GSO = b, to, gso
+	f.c.sent.Add(1)
+}
+
+// flush sends every queued datagram (one sendmmsg per socket) and frees
+// the arena.
+func (f *udpFabric) flush() {
+	for _, c := range f.conns {
+		if c != nil && c.Pending() > 0 {
+			c.Flush()
+		}
+	}
+	f.off = 0
+}
+
+// progress is the engine's receive side and timer wheel: it reads what
+// has arrived, acts on it, sends the acknowledgements and responses it
+// owes, retransmits what timed out, and flushes.
+func (c *Context) udpProgress() {
+	f := c.udp
+	for _, conn := range f.conns {
+		if conn == nil {
+			continue
+		}
+		for round := 0; round < 4; round++ {
+			in, err := conn.Recv()
+			if err != nil || len(in) == 0 {
+				break
+			}
+			for i := range in {
+				c.udpInput(conn, &in[i])
+			}
+			f.sendAcks()
+		}
+	}
+	if len(f.active) > 0 {
+		t := now()
+		for i := 0; i < len(f.active); i++ {
+			q := f.active[i]
+			q.udpTick(t)
+		}
+		f.prune()
+	}
+	f.flush()
+}
+
+// udpInput handles one datagram.
+func (c *Context) udpInput(conn *udp.Conn, d *udp.In) {
+	f := c.udp
+	b := d.Buf[:d.N]
+	p := &f.rx
+	if err := p.Decode(b); err != nil {
+		f.c.malformed.Add(1)
+		return
+	}
+	if !verifyICRC(conn.LocalAddr(), d.From, b) {
+		f.c.icrcErrors.Add(1)
+		return
+	}
+	if p.BTH.PKey != roce.DefaultPKey && p.BTH.PKey != 0x7fff {
+		f.c.badPKey.Add(1)
+		return
+	}
+	q := c.qps[qpIndex(p.BTH.DestQP)].Load()
+	if q == nil || q.qpn != p.BTH.DestQP || q.u == nil {
+		f.c.unknownQP.Add(1)
+		return
+	}
+	f.c.received.Add(1)
+	if p.BTH.Opcode.IsResponse() {
+		q.udpOnResponse(p, d.From)
+	} else {
+		q.udpOnRequest(p, d.From)
+	}
+}
+
+// verifyICRC checks a received packet's ICRC. For IPv4 the identification
+// field is not visible to a UDP socket; SolveID finds it (see
+// internal/roce).
+func verifyICRC(local, from netip.AddrPort, b []byte) bool {
+	if from.Addr().Unmap().Is4() {
+		path := roce.IPv4Path{Src: from.Addr().Unmap().As4(), Dst: local.Addr().Unmap().As4(),
+			SrcPort: from.Port(), DstPort: local.Port(), DontFragment: true}
+		if _, ok := path.SolveID(b); ok {
+			return true
+		}
+		path.DontFragment = false
+		_, ok := path.SolveID(b)
+		return ok
+	}
+	path := roce.IPv6Path{Src: from.Addr().As16(), Dst: local.Addr().As16(), SrcPort: from.Port(), DstPort: local.Port()}
+	crc, err := path.ICRC(b)
+	return err == nil && crc == roce.StoredICRC(b)
+}
+
+// activate puts q on the list of QPs the timer wheel visits.
+func (f *udpFabric) activate(q *qp) {
+	if !q.u.active {
+		q.u.active = true
+		f.active = append(f.active, q)
+	}
+}
+
+// prune drops QPs without transport work from the active list.
+func (f *udpFabric) prune() {
+	n := 0
+	for _, q := range f.active {
+		if q.u != nil && q.u.busy() {
+			f.active[n] = q
+			n++
+		} else if q.u != nil {
+			q.u.active = false
+		}
+	}
+	clear(f.active[n:])
+	f.active = f.active[:n]
+}
+
+// nextDeadline is how long until the earliest transport timer fires, or -1.
+func (f *udpFabric) nextDeadline() time.Duration {
+	best := time.Duration(-1)
+	t := now()
+	for _, q := range f.active {
+		if d := q.u.deadline; d != 0 {
+			w := time.Duration(d - t)
+			if w < 0 {
+				w = 0
+			}
+			if best < 0 || w < best {
+				best = w
+			}
+		}
+	}
+	return best
+}
+
+// waitInput blocks until a socket is readable or timeout passes.
+func (f *udpFabric) waitInput(timeout time.Duration) {
+	var fds [8]unix.PollFd
+	n := 0
+	for _, c := range f.conns {
+		if c != nil && n < len(fds) {
+			fds[n] = unix.PollFd{Fd: int32(c.FD()), Events: unix.POLLIN}
+			n++
+		}
+	}
+	ts := unix.NsecToTimespec(int64(timeout))
+	unix.Ppoll(fds[:n], &ts, nil)
+}
+
+// sendAcks sends the coalesced acknowledgements owed after a batch.
+func (f *udpFabric) sendAcks() {
+	for _, q := range f.ackQ {
+		if q.u != nil && q.u.ackDue {
+			q.u.ackDue = false
+			q.sendAck(roce.ACKSyndrome(0x1f), q.u.ePSN.Add(-1))
+		}
+	}
+	clear(f.ackQ)
+	f.ackQ = f.ackQ[:0]
+}
+
+// udpWait is CQ.Wait on the udp fabric: progress until the CQ holds a
+// completion, sleeping in ppoll on the sockets between packets and timers.
+func (q *cq) udpWait(deadline int64) error {
+	c := q.ctx
+	f := c.udp
+	step := func() (bool, time.Duration) {
+		c.lock()
+		defer c.unlock()
+		c.udpProgress()
+		return q.ready(), f.nextDeadline()
+	}
+	for i := 0; i < 200; i++ {
+		if ok, _ := step(); ok {
+			return nil
+		}
+	}
+	for {
+		ok, next := step()
+		if ok {
+			return nil
+		}
+		left := time.Duration(deadline - now())
+		if left <= 0 {
+			return verbsio.ErrTimeout
+		}
+		sleep := min(left, 20*time.Millisecond)
+		if next >= 0 && next < sleep {
+			sleep = max(next, time.Microsecond)
+		}
+		f.waitInput(sleep)
+	}
+}

@@ -1,0 +1,201 @@
+package soft
+
+import (
+	"net/netip"
+
+	"github.com/rperf/rperf/internal/psn"
+	"github.com/rperf/rperf/internal/roce"
+	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/soft/internal/ring"
+	"github.com/rperf/rperf/verbsio/soft/internal/udp"
+	"golang.org/x/sys/unix"
+)
+
+// udpPath is where a QP's (or an address handle's) packets go: the socket
+// they leave by, the destination, and what the ICRC needs of the IP and
+// UDP headers.
+type udpPath struct {
+	conn  *udp.Conn
+	to    netip.AddrPort
+	v4    bool
+	path4 roce.IPv4Path
+	path6 roce.IPv6Path
+}
+
+func newUDPPath(f *udpFabric, sgid int, dgid verbsio.GID, dlid uint16) (udpPath, error) {
+	conn, err := f.conn(sgid)
+	if err != nil {
+		return udpPath{}, err
+	}
+	port := uint16(RoCEPort)
+	if dlid != 0 {
+		port = dlid
+	}
+	dst := dgid.Addr()
+	src := conn.LocalAddr().Addr()
+	if dst.Is4() != src.Unmap().Is4() {
+		return udpPath{}, verbsio.Errorf("modify_qp", unix.EINVAL,
+			"destination GID %s and source GID %s are of different IP families; pick a source GID of the same family (-x)", dgid, src)
+	}
+	p := udpPath{conn: conn, to: netip.AddrPortFrom(dst, port), v4: dst.Is4()}
+	if p.v4 {
+		p.path4 = roce.IPv4Path{Src: src.Unmap().As4(), Dst: dst.As4(), SrcPort: conn.LocalAddr().Port(), DstPort: port, DontFragment: true}
+	} else {
+		p.path6 = roce.IPv6Path{Src: src.As16(), Dst: dst.As16(), SrcPort: conn.LocalAddr().Port(), DstPort: port}
+	}
+	return p, nil
+}
+
+// seal stores the ICRC of a packet sent on the path as datagram number
+// seg of its send (the kernel numbers GSO segments' IPv4 identification
+// from 0 on an unconnected DF socket).
+func (p *udpPath) seal(b []byte, seg int) {
+	if p.v4 {
+		p.path4.Seal(uint16(seg), b)
+	} else {
+		p.path6.Seal(b)
+	}
+}
+
+// reqWQE is the requester's record of one send WQE on the wire.
+type reqWQE struct {
+	started bool
+	first   psn.PSN // first packet's PSN
+	end     psn.PSN // PSN after the last packet
+	total   uint64  // message length
+	rdNext  psn.PSN // READ: next response PSN expected
+	done    bool
+	status  verbsio.Status
+	atomic  uint64 // atomic result
+}
+
+// readJob is a READ the responder is answering.
+type readJob struct {
+	first psn.PSN
+	data  []byte // the local memory being read
+	next  int    // packets sent
+	npkt  int
+}
+
+// atomEntry remembers an executed atomic for duplicate requests.
+type atomEntry struct {
+	psn   psn.PSN
+	valid bool
+	orig  uint64
+}
+
+// udpQP is a QP's udp-fabric transport state.
+type udpQP struct {
+	f    *udpFabric
+	path udpPath
+	mtu  int
+
+	// Requester.
+	req       []reqWQE
+	sqPSN     psn.PSN // next PSN to assign
+	sendPos   uint32  // next WQE to transmit
+	sendOff   uint64  // bytes of sendPos already transmitted
+	retryLeft int
+	rnrLeft   int
+	rnrUntil  int64
+	deadline  int64 // retransmission timer; 0 when off
+	timeout   int64
+	active    bool
+
+	// Responder.
+	ePSN    psn.PSN
+	msn     uint32
+	nakSent bool
+	ackDue  bool
+	rcv     struct {
+		active bool
+		id     uint64
+		n      int
+		sges   [shmMaxSGE]ring.SGE
+		off    uint64
+	}
+	wr struct {
+		active bool
+		mem    []byte
+		off    int
+	}
+	rdq   [shmMaxRdAtomic]readJob
+	rdHd  int
+	rdN   int
+	atoms [16]atomEntry
+	atomI int
+}
+
+// busy reports whether the QP has transport work outstanding.
+func (u *udpQP) busy() bool {
+	return u.deadline != 0 || u.rdN > 0 || u.rnrUntil != 0
+}
+
+// udpConnect sets up the transport at INIT->RTR (RC/UC: the peer's
+// address) and RTR->RTS (PSNs, timers).
+func (q *qp) udpModify(next verbsio.QPState, attr *verbsio.QPAttr, mask verbsio.QPAttrMask) error {
+	f := q.ctx.udp
+	if q.u == nil {
+		q.u = &udpQP{f: f, req: make([]reqWQE, q.sq.Depth())}
+	}
+	u := q.u
+	switch next {
+	case verbsio.QPStateRTR:
+		if q.state == verbsio.QPStateRTR {
+			break
+		}
+		if q.typ == verbsio.QPTypeRC || q.typ == verbsio.QPTypeUC {
+			p, err := newUDPPath(f, int(attr.AH.SGIDIndex), attr.AH.DGID, attr.AH.DLID)
+			if err != nil {
+				return err
+			}
+			u.path = p
+			u.mtu = attr.PathMTU.Bytes()
+			q.destQPN = attr.DestQPN
+		} else {
+			pa := f.portAttr()
+			u.mtu = pa.ActiveMTU.Bytes()
+			conn, err := f.conn(f.def)
+			if err != nil {
+				return err
+			}
+			u.path.conn = conn
+		}
+		u.ePSN = psn.PSN(attr.RQPSN)
+		if q.typ == verbsio.QPTypeUD {
+			u.ePSN = 0
+		}
+	case verbsio.QPStateRTS:
+		if q.state == verbsio.QPStateRTS {
+			break
+		}
+		u.sqPSN = psn.PSN(attr.SQPSN)
+		u.retryLeft = int(attr.RetryCnt)
+		u.rnrLeft = int(attr.RNRRetry)
+		u.timeout = verbsio.TimeoutDuration(attr.Timeout)
+	}
+	return nil
+}
+
+// udpReset forgets the transport state (QP to RESET).
+func (q *qp) udpReset() {
+	if q.u == nil {
+		return
+	}
+	u := q.u
+	*u = udpQP{f: u.f, req: u.req, active: u.active}
+	clear(u.req)
+}
+
+// UD address handles carry a path of their own.
+func (a *ah) udpPath() *udpPath { return a.ud }
+
+func (c *Context) createUDPAH(p *pd, attr verbsio.AHAttr) (*ah, error) {
+	path, err := newUDPPath(c.udp, int(attr.SGIDIndex), attr.DGID, attr.DLID)
+	if err != nil {
+		e := err.(*verbsio.Error)
+		e.Op = "create_ah"
+		return nil, e
+	}
+	return &ah{ctx: c, pd: p, ud: &path}, nil
+}

@@ -1,0 +1,586 @@
+package soft
+
+import (
+	"encoding/binary"
+	"net/netip"
+
+	"github.com/rperf/rperf/internal/psn"
+	"github.com/rperf/rperf/internal/roce"
+	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/soft/internal/ring"
+)
+
+// maxInflight bounds the packets a QP has on the wire unacknowledged.
+const maxInflight = 2048
+
+// The requester side of the udp fabric. sqExec is the oldest WQE not yet
+// completed, sendPos the next WQE to put on the wire; WQEs in between are
+// on the wire and wait for their acknowledgement or response. Recovery is
+// go-back-N: a timeout, a NAK or an RNR NAK rewinds sendPos to the WQE
+// holding the PSN to resend.
+
+// udpExecute is the udp fabric's doorbell.
+func (q *qp) udpExecute() {
+	if q.state == verbsio.QPStateErr {
+		q.flushSQ()
+		return
+	}
+	q.udpTransmit()
+	q.ctx.udp.flush()
+}
+
+func (q *qp) slot(pos uint32) *reqWQE { return &q.u.req[pos&(q.sq.Depth()-1)] }
+
+// opcodeFor returns the RoCE opcode of packet i of n of a WQE.
+func opcodeFor(t verbsio.QPType, op verbsio.Opcode, i, n int) roce.Opcode {
+	base := roce.Opcode(0)
+	if t == verbsio.QPTypeUC {
+		base = 0x20
+	}
+	first, last := i == 0, i == n-1
+	switch op {
+	case verbsio.OpSend, verbsio.OpSendImm:
+		if t == verbsio.QPTypeUD {
+			if op == verbsio.OpSendImm {
+				return roce.UDSendOnlyImm
+			}
+			return roce.UDSendOnly
+		}
+		imm := op == verbsio.OpSendImm
+		switch {
+		case first && last && imm:
+			return base + roce.RCSendOnlyImm
+		case first && last:
+			return base + roce.RCSendOnly
+		case first:
+			return base + roce.RCSendFirst
+		case last && imm:
+			return base + roce.RCSendLastImm
+		case last:
+			return base + roce.RCSendLast
+		}
+		return base + roce.RCSendMiddle
+	default: // RDMA WRITE
+		imm := op == verbsio.OpRDMAWriteImm
+		switch {
+		case first && last && imm:
+			return base + roce.RCWriteOnlyImm
+		case first && last:
+			return base + roce.RCWriteOnly
+		case first:
+			return base + roce.RCWriteFirst
+		case last && imm:
+			return base + roce.RCWriteLastImm
+		case last:
+			return base + roce.RCWriteLast
+		}
+		return base + roce.RCWriteMiddle
+	}
+}
+
+func npackets(n uint64, mtu int) int {
+	if n == 0 {
+		return 1
+	}
+	return int((n + uint64(mtu) - 1) / uint64(mtu))
+}
+
+// outstandingReads counts READ and atomic WQEs on the wire.
+func (q *qp) outstandingReads() int {
+	n := 0
+	for pos := q.sqExec; pos != q.u.sendPos; pos++ {
+		op := verbsio.Opcode(q.sq.WQE(pos).Opcode)
+		if (op == verbsio.OpRDMARead || op.IsAtomic()) && !q.slot(pos).done {
+			n++
+		}
+	}
+	return n
+}
+
+// udpTransmit puts WQEs from sendPos on the wire.
+func (q *qp) udpTransmit() {
+	u := q.u
+	f := u.f
+	if u.rnrUntil != 0 {
+		return
+	}
+	for u.sendPos != q.sqPI {
+		if psn.Diff(q.unaPSN(), u.sqPSN) >= maxInflight {
+			break
+		}
+		pos := u.sendPos
+		w := q.sq.WQE(pos)
+		r := q.slot(pos)
+		op := verbsio.Opcode(w.Opcode)
+		if !r.started {
+			*r = reqWQE{started: true, first: u.sqPSN}
+			if !opcodeOK(q.typ, op) {
+				r.done, r.status = true, verbsio.StatusLocQPOpErr
+				u.sendPos++
+				continue
+			}
+		}
+		if (op == verbsio.OpRDMARead || op.IsAtomic()) && q.outstandingReads() >= max(int(q.attr.MaxRdAtomic), 1) {
+			break
+		}
+		var st verbsio.Status
+		switch {
+		case op == verbsio.OpRDMARead:
+			st = q.sendRead(pos, w, r)
+		case op.IsAtomic():
+			st = q.sendAtomic(pos, w, r)
+		case q.typ == verbsio.QPTypeUD:
+			st = q.sendUD(pos, w, r)
+		default:
+			st = q.sendMessage(pos, w, r)
+		}
+		if st != verbsio.StatusSuccess {
+			r.done, r.status = true, st
+		}
+		u.sendPos++
+		u.sendOff = 0
+		if q.typ != verbsio.QPTypeRC && !r.done {
+			// Unreliable transports complete once on the wire.
+			r.done = true
+		}
+	}
+	if q.typ == verbsio.QPTypeRC && q.sqExec != u.sendPos && u.deadline == 0 && u.timeout > 0 {
+		u.deadline = now() + u.timeout
+	}
+	if q.typ == verbsio.QPTypeRC && q.sqExec != u.sendPos {
+		f.activate(q)
+	}
+	q.completeDone()
+}
+
+// unaPSN is the oldest PSN on the wire not acknowledged.
+func (q *qp) unaPSN() psn.PSN {
+	if q.sqExec == q.u.sendPos {
+		return q.u.sqPSN
+	}
+	return q.slot(q.sqExec).first
+}
+
+// header fills the transmit packet's BTH.
+func (q *qp) header(op roce.Opcode, p psn.PSN, ackReq bool, dest uint32) *roce.Packet {
+	t := &q.u.f.tx
+	t.BTH = roce.BTH{Opcode: op, PKey: roce.DefaultPKey, DestQP: dest, AckReq: ackReq, PSN: p}
+	return t
+}
+
+// emit encodes the transmit packet (whose payload was written in place
+// into buf[hdr:hdr+n]) and queues it on path.
+func (q *qp) emit(path *udpPath, buf []byte, hdr, n int) {
+	t := &q.u.f.tx
+	t.Payload = buf[hdr : hdr+n]
+	t.Encode(buf)
+	path.seal(buf, 0)
+	q.u.f.queue(path.conn, buf, path.to, 0)
+}
+
+// packetBuf allocates a packet of opcode op carrying n payload bytes and
+// returns it with its header length.
+func (q *qp) packetBuf(op roce.Opcode, n int) ([]byte, int) {
+	hdr := op.Layout().HeaderLen
+	return q.u.f.alloc(hdr + n + roce.PadLen(n) + roce.ICRCLen), hdr
+}
+
+// gatherAt copies the message bytes at offset off into dst from the WQE's
+// source buffers in q.src[:n].
+func gatherAt(srcs [][]byte, off uint64, dst []byte) {
+	for _, s := range srcs {
+		if off >= uint64(len(s)) {
+			off -= uint64(len(s))
+			continue
+		}
+		k := copy(dst, s[off:])
+		dst = dst[k:]
+		off = 0
+		if len(dst) == 0 {
+			return
+		}
+	}
+}
+
+// sendMessage transmits a SEND or RDMA WRITE from sendOff to its end.
+func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
+	u := q.u
+	total, nsrc, st := q.gather(pos, w)
+	if st != verbsio.StatusSuccess {
+		return st
+	}
+	r.total = total
+	op := verbsio.Opcode(w.Opcode)
+	npkt := npackets(total, u.mtu)
+	start := int(u.sendOff / uint64(u.mtu))
+	srcs := q.src[:nsrc]
+	for i := start; i < npkt; i++ {
+		off := uint64(i) * uint64(u.mtu)
+		n := int(min(uint64(u.mtu), total-min(total, off)))
+		rop := opcodeFor(q.typ, op, i, npkt)
+		last := i == npkt-1
+		buf, hdr := q.packetBuf(rop, n)
+		gatherAt(srcs, off, buf[hdr:hdr+n])
+		t := q.header(rop, u.sqPSN, last && q.typ == verbsio.QPTypeRC, q.destQPN)
+		if rop.Layout().Has(roce.ExtRETH) {
+			t.RETH = roce.RETH{VA: w.RAddr, RKey: w.RKey, DMALen: uint32(total)}
+		}
+		if rop.Layout().Has(roce.ExtImmDt) {
+			t.ImmDt = roce.ImmDt{Data: w.Imm}
+		}
+		q.emit(&u.path, buf, hdr, n)
+		u.sqPSN = u.sqPSN.Next()
+	}
+	r.end = u.sqPSN
+	return verbsio.StatusSuccess
+}
+
+// sendRead transmits a READ request for the part not yet received.
+func (q *qp) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
+	u := q.u
+	total, _, st := q.scatterLocal(pos, w)
+	if st != verbsio.StatusSuccess {
+		return st
+	}
+	r.total = total
+	off := uint64(r.first.Forward(u.sqPSN)) * uint64(u.mtu) // after a go-back, what arrived already
+	rest := total - min(total, off)
+	buf, hdr := q.packetBuf(roce.RCReadRequest, 0)
+	t := q.header(roce.RCReadRequest, u.sqPSN, true, q.destQPN)
+	t.RETH = roce.RETH{VA: w.RAddr + off, RKey: w.RKey, DMALen: uint32(rest)}
+	q.emit(&u.path, buf, hdr, 0)
+	r.rdNext = u.sqPSN
+	u.sqPSN = u.sqPSN.Add(npackets(rest, u.mtu))
+	r.end = u.sqPSN
+	return verbsio.StatusSuccess
+}
+
+// sendAtomic transmits a COMPARE_SWAP or FETCH_ADD.
+func (q *qp) sendAtomic(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
+	u := q.u
+	total, n, st := q.scatterLocal(pos, w)
+	if st != verbsio.StatusSuccess {
+		return st
+	}
+	if n != 1 || total != 8 {
+		return verbsio.StatusLocLenErr
+	}
+	op := roce.RCFetchAdd
+	if verbsio.Opcode(w.Opcode) == verbsio.OpAtomicCmpSwp {
+		op = roce.RCCompareSwap
+	}
+	buf, hdr := q.packetBuf(op, 0)
+	t := q.header(op, u.sqPSN, true, q.destQPN)
+	t.AtomicETH = roce.AtomicETH{VA: w.RAddr, RKey: w.RKey, SwapAdd: w.CompareAdd, Compare: 0}
+	if op == roce.RCCompareSwap {
+		t.AtomicETH.SwapAdd, t.AtomicETH.Compare = w.Swap, w.CompareAdd
+	}
+	q.emit(&u.path, buf, hdr, 0)
+	r.total = 8
+	u.sqPSN = u.sqPSN.Next()
+	r.end = u.sqPSN
+	return verbsio.StatusSuccess
+}
+
+// sendUD transmits a UD SEND through the WQE's address handle.
+func (q *qp) sendUD(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
+	u := q.u
+	if w.AH == 0 || w.AH > maxAH {
+		return verbsio.StatusLocQPOpErr
+	}
+	a := q.ctx.ahs[w.AH-1].Load()
+	if a == nil || a.ud == nil {
+		return verbsio.StatusLocQPOpErr
+	}
+	total, nsrc, st := q.gather(pos, w)
+	if st != verbsio.StatusSuccess {
+		return st
+	}
+	if total > uint64(u.mtu) {
+		return verbsio.StatusLocLenErr
+	}
+	op := opcodeFor(q.typ, verbsio.Opcode(w.Opcode), 0, 1)
+	n := int(total)
+	buf, hdr := q.packetBuf(op, n)
+	gatherAt(q.src[:nsrc], 0, buf[hdr:hdr+n])
+	t := q.header(op, u.sqPSN, false, w.UDQPN)
+	qkey := w.UDQKey
+	if qkey&0x80000000 != 0 {
+		qkey = q.attr.QKey
+	}
+	t.DETH = roce.DETH{QKey: qkey, SrcQP: q.qpn}
+	if op.Layout().Has(roce.ExtImmDt) {
+		t.ImmDt = roce.ImmDt{Data: w.Imm}
+	}
+	q.emit(a.ud, buf, hdr, n)
+	u.sqPSN = u.sqPSN.Next()
+	r.total = total
+	return verbsio.StatusSuccess
+}
+
+// completeDone retires finished WQEs in order: a completion for signaled
+// successes and for every error; an error moves the QP to ERR.
+func (q *qp) completeDone() {
+	u := q.u
+	for q.sqExec != u.sendPos {
+		r := q.slot(q.sqExec)
+		if !r.done {
+			break
+		}
+		pos := q.sqExec
+		w := q.sq.WQE(pos)
+		if r.status != verbsio.StatusSuccess {
+			q.complete(pos, r.status, 0)
+			q.sqExec++
+			r.started = false
+			q.toErr()
+			return
+		}
+		if q.sqSigAll || verbsio.SendFlags(w.Flags)&verbsio.SendSignaled != 0 {
+			q.complete(pos, verbsio.StatusSuccess, uint32(r.total))
+		}
+		r.started = false
+		q.sqExec++
+	}
+	if q.sqExec == u.sendPos {
+		u.deadline = 0
+	}
+}
+
+// wqeAt finds the WQE on the wire whose PSN range holds p.
+func (q *qp) wqeAt(p psn.PSN) (uint32, bool) {
+	for pos := q.sqExec; pos != q.u.sendPos; pos++ {
+		r := q.slot(pos)
+		if psn.Diff(r.first, p) >= 0 && psn.Diff(p, r.end) > 0 {
+			return pos, true
+		}
+	}
+	return 0, false
+}
+
+// ackUpTo handles an acknowledgement of every PSN up to and including p.
+func (q *qp) ackUpTo(p psn.PSN) {
+	u := q.u
+	progress := false
+	for pos := q.sqExec; pos != u.sendPos; pos++ {
+		r := q.slot(pos)
+		if r.done {
+			continue
+		}
+		if psn.Diff(p, r.end.Add(-1)) > 0 {
+			break // not covered yet
+		}
+		op := verbsio.Opcode(q.sq.WQE(pos).Opcode)
+		if op == verbsio.OpRDMARead || op.IsAtomic() {
+			// Acknowledged past a READ or atomic whose response never
+			// came: the response was lost; ask again.
+			q.goBack(r.rdNextOrFirst(op))
+			break
+		}
+		r.done = true
+		progress = true
+	}
+	if progress {
+		q.madeProgress()
+	}
+}
+
+func (r *reqWQE) rdNextOrFirst(op verbsio.Opcode) psn.PSN {
+	if op == verbsio.OpRDMARead {
+		return r.rdNext
+	}
+	return r.first
+}
+
+// madeProgress resets the retry budget and restarts the timer.
+func (q *qp) madeProgress() {
+	u := q.u
+	u.retryLeft = int(q.attr.RetryCnt)
+	u.rnrLeft = int(q.attr.RNRRetry)
+	if u.timeout > 0 {
+		u.deadline = now() + u.timeout
+	}
+}
+
+// goBack rewinds transmission to PSN p (go-back-N).
+func (q *qp) goBack(p psn.PSN) {
+	u := q.u
+	pos, ok := q.wqeAt(p)
+	if !ok {
+		return
+	}
+	r := q.slot(pos)
+	u.sendPos = pos
+	u.sqPSN = p
+	op := verbsio.Opcode(q.sq.WQE(pos).Opcode)
+	switch {
+	case op == verbsio.OpRDMARead:
+		u.sqPSN = r.rdNext
+		u.sendOff = uint64(r.first.Forward(r.rdNext)) * uint64(u.mtu)
+	case op.IsAtomic():
+		u.sqPSN = r.first
+		u.sendOff = 0
+	default:
+		u.sendOff = uint64(r.first.Forward(p)) * uint64(u.mtu)
+	}
+	for i := pos; i != q.sqPI; i++ {
+		s := q.slot(i)
+		if i != pos {
+			s.started = false
+		}
+		s.done = false
+	}
+	u.f.c.retransmitted.Add(1)
+}
+
+// udpOnResponse handles an ACK, NAK, READ response or atomic ACK.
+func (q *qp) udpOnResponse(p *roce.Packet, from netip.AddrPort) {
+	u := q.u
+	if q.typ != verbsio.QPTypeRC || from != u.path.to || q.state == verbsio.QPStateErr {
+		u.f.c.wrongPeer.Add(1)
+		return
+	}
+	ps := p.BTH.PSN
+	switch p.BTH.Opcode {
+	case roce.RCAck:
+		syn := p.AETH.Syndrome
+		switch {
+		case syn.IsACK():
+			q.ackUpTo(ps)
+		case syn.IsRNRNAK():
+			u.f.c.rnrNakRecv.Add(1)
+			q.ackUpTo(ps.Add(-1))
+			q.onRNR(ps, syn.Value())
+		default:
+			u.f.c.nakRecv.Add(1)
+			q.ackUpTo(ps.Add(-1))
+			switch syn.NAKCode() {
+			case roce.NAKPSNSequenceError:
+				q.goBack(ps)
+			case roce.NAKInvalidRequest:
+				q.failAt(ps, verbsio.StatusRemInvReqErr)
+			case roce.NAKRemoteAccessError:
+				q.failAt(ps, verbsio.StatusRemAccessErr)
+			default:
+				q.failAt(ps, verbsio.StatusRemOpErr)
+			}
+		}
+	case roce.RCAtomicAck:
+		pos, ok := q.wqeAt(ps)
+		if !ok {
+			u.f.c.duplicates.Add(1)
+			break
+		}
+		q.ackUpTo(ps.Add(-1))
+		r := q.slot(pos)
+		if !r.done && r.first == ps {
+			w := q.sq.WQE(pos)
+			if _, n, st := q.scatterLocal(pos, w); st == verbsio.StatusSuccess && n == 1 {
+				binary.LittleEndian.PutUint64(q.src[0], p.AtomicAckETH.OrigData)
+			}
+			r.done = true
+			q.madeProgress()
+		}
+	default: // READ response
+		pos, ok := q.wqeAt(ps)
+		if !ok {
+			u.f.c.duplicates.Add(1)
+			break
+		}
+		r := q.slot(pos)
+		if verbsio.Opcode(q.sq.WQE(pos).Opcode) != verbsio.OpRDMARead || r.done {
+			break
+		}
+		if ps != r.rdNext {
+			if psn.Diff(r.rdNext, ps) > 0 {
+				q.goBack(r.rdNext) // a response was lost
+			} else {
+				u.f.c.duplicates.Add(1)
+			}
+			break
+		}
+		if r.rdNext == r.first {
+			q.ackUpTo(r.first.Add(-1))
+		}
+		w := q.sq.WQE(pos)
+		off := uint64(r.first.Forward(ps)) * uint64(u.mtu)
+		_, n, st := q.scatterLocal(pos, w)
+		if st != verbsio.StatusSuccess || off+uint64(len(p.Payload)) > r.total {
+			q.failAt(ps, verbsio.StatusLocLenErr)
+			break
+		}
+		scatterAt(q.src[:n], off, p.Payload)
+		r.rdNext = r.rdNext.Next()
+		if r.rdNext == r.end {
+			r.done = true
+		}
+		q.madeProgress()
+	}
+	q.completeDone()
+	if q.state != verbsio.QPStateErr {
+		q.udpTransmit()
+	}
+}
+
+// scatterAt copies src into the destination buffers at message offset off.
+func scatterAt(dsts [][]byte, off uint64, src []byte) {
+	for _, d := range dsts {
+		if off >= uint64(len(d)) {
+			off -= uint64(len(d))
+			continue
+		}
+		k := copy(d[off:], src)
+		src = src[k:]
+		off = 0
+		if len(src) == 0 {
+			return
+		}
+	}
+}
+
+// failAt completes the WQE holding PSN p with st.
+func (q *qp) failAt(p psn.PSN, st verbsio.Status) {
+	if pos, ok := q.wqeAt(p); ok {
+		r := q.slot(pos)
+		r.done, r.status = true, st
+	}
+}
+
+// onRNR waits out a receiver-not-ready NAK, then resends from p.
+func (q *qp) onRNR(p psn.PSN, timer uint8) {
+	u := q.u
+	if q.attr.RNRRetry != 7 {
+		if u.rnrLeft == 0 {
+			q.failAt(p, verbsio.StatusRNRRetryExcErr)
+			return
+		}
+		u.rnrLeft--
+	}
+	q.goBack(p)
+	u.rnrUntil = now() + verbsio.RNRTimerDuration(timer)
+	u.f.activate(q)
+}
+
+// udpTick runs the QP's timers.
+func (q *qp) udpTick(t int64) {
+	u := q.u
+	if u.rnrUntil != 0 && t >= u.rnrUntil {
+		u.rnrUntil = 0
+		q.udpTransmit()
+	}
+	if u.rdN > 0 {
+		q.sendReadResponses()
+	}
+	if u.deadline != 0 && t >= u.deadline {
+		u.f.c.timeouts.Add(1)
+		if u.retryLeft == 0 {
+			q.failAt(q.unaPSN(), verbsio.StatusRetryExcErr)
+			q.completeDone()
+			return
+		}
+		u.retryLeft--
+		q.goBack(q.unaPSN())
+		u.deadline = t + u.timeout
+		q.udpTransmit()
+	}
+}
