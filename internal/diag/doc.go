@@ -13,7 +13,8 @@
 // then capped by ForEngine for the engine the run will use: a missing
 // /dev/infiniband is FAIL for kernel verbs, INFO for the built-in engine,
 // WARN when either may be used. ExitCode turns findings into an exit
-// status: non-zero when anything FAILs.
+// status: ExitFail (3, the CLI's "negative verdict" code) when anything
+// FAILs, 0 otherwise.
 //
 // Checks (CheckNames): rdma-devices, dev-infiniband, port-state, mtu,
 // roce-gid and memlock concern kernel devices; udp-port, shm, memfd and

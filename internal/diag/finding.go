@@ -79,9 +79,15 @@ func Worst(fs []Finding) Severity {
 	return w
 }
 
-// ExitFail is the exit status for a run with a FAIL finding. It is the
-// code rperf's CLI plan reserves for "the environment cannot do this".
-const ExitFail = 4
+// ExitFail is the exit status of "rdiag check" when a finding is FAIL:
+// 3, internal/cli's ExitRegression, the code for "the tool ran and its
+// verdict is negative" ("rperf compare" found a regression, "rdiag check"
+// found a FAIL). It is deliberately not ExitEnvironment (4), which says
+// the command itself could not do what was asked (no such device, a
+// platform where the checks cannot gather), so scripts can tell "the
+// machine failed the checks" from "the checks could not run". (diag does
+// not import internal/cli; rdiagcmd's tests assert the two agree.)
+const ExitFail = 3
 
 // ExitCode returns 0 when no finding is FAIL and ExitFail otherwise.
 // Warnings do not fail a pre-flight check.
