@@ -50,6 +50,7 @@ type udpFabric struct {
 
 	arena []byte
 	off   int
+	grp   txGroup
 	rx    roce.Packet
 	tx    roce.Packet
 	ackQ  []*qp
@@ -210,15 +211,63 @@ func (f *udpFabric) deviceAttr(base verbsio.DeviceAttr) verbsio.DeviceAttr {
 	return a
 }
 
-// alloc returns n bytes of the transmit arena, flushing the sockets and
-// starting over when it is full.
-func (f *udpFabric) alloc(n int) []byte {
-	if f.off+n > len(f.arena) {
+// txGroup is packets of one size to one destination laid out back to back
+// in the arena, sent as one UDP GSO datagram (or one plain datagram when
+// there is only one). The kernel numbers the IPv4 identification of GSO
+// segments 0, 1, 2, ... (seen on the wire), so packet i of a group carries
+// the ICRC computed with identification i; a lone packet has 0 either way.
+type txGroup struct {
+	path       *udpPath
+	start, end int
+	seg, n     int
+	short      bool // the last packet is shorter: the group is complete
+}
+
+// maxGSOSegs and maxGSOBytes bound one GSO send (UDP_MAX_SEGMENTS; the UDP
+// length field).
+const (
+	maxGSOSegs  = 64
+	maxGSOBytes = 65000
+)
+
+// slot returns room for one packet of size bytes to path, and the packet's
+// index in its GSO group (its IPv4 identification).
+func (f *udpFabric) slot(path *udpPath, size int) ([]byte, int) {
+	g := &f.grp
+	if g.n > 0 && (path.conn != g.path.conn || path.to != g.path.to || size > g.seg || g.short ||
+		g.n == maxGSOSegs || g.end-g.start+size > maxGSOBytes || !f.gso) {
+		f.closeGroup()
+	}
+	if f.off+size > len(f.arena) {
 		f.flush()
 	}
-	b := f.arena[f.off : f.off+n : f.off+n]
-	f.off += n
-	return b
+	b := f.arena[f.off : f.off+size : f.off+size]
+	if g.n == 0 {
+		g.path, g.start, g.seg = path, f.off, size
+	}
+	f.off += size
+	if size < g.seg {
+		g.short = true
+	}
+	g.end = f.off
+	id := g.n
+	g.n++
+	return b, id
+}
+
+// closeGroup queues the current group.
+func (f *udpFabric) closeGroup() {
+	g := &f.grp
+	if g.n == 0 {
+		return
+	}
+	gso := uint16(0)
+	if g.n > 1 {
+		gso = uint16(g.seg)
+	}
+	f.queue(g.path.conn, f.arena[g.start:g.end:g.end], g.path.to, gso)
+	f.c.sent.Add(uint64(g.n - 1))
+	*g = txGroup{}
 }
 
 // queue adds a datagram for conn, flushing first when the batch is full.
@@ -235,6 +284,7 @@ func (f *udpFabric) queue(conn *udp.Conn, b []byte, to netip.AddrPort, gso uint1
 // flush sends every queued datagram (one sendmmsg per socket) and frees
 // the arena.
 func (f *udpFabric) flush() {
+	f.closeGroup()
 	for _, c := range f.conns {
 		if c != nil && c.Pending() > 0 {
 			c.Flush()

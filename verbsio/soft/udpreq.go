@@ -169,20 +169,21 @@ func (q *qp) header(op roce.Opcode, p psn.PSN, ackReq bool, dest uint32) *roce.P
 }
 
 // emit encodes the transmit packet (whose payload was written in place
-// into buf[hdr:hdr+n]) and queues it on path.
-func (q *qp) emit(path *udpPath, buf []byte, hdr, n int) {
+// into buf[hdr:hdr+n]) and seals it for its place id in its GSO group.
+func (q *qp) emit(path *udpPath, buf []byte, hdr, n, id int) {
 	t := &q.u.f.tx
 	t.Payload = buf[hdr : hdr+n]
 	t.Encode(buf)
-	path.seal(buf, 0)
-	q.u.f.queue(path.conn, buf, path.to, 0)
+	path.seal(buf, id)
 }
 
-// packetBuf allocates a packet of opcode op carrying n payload bytes and
-// returns it with its header length.
-func (q *qp) packetBuf(op roce.Opcode, n int) ([]byte, int) {
+// packetBuf takes room for a packet of opcode op carrying n payload bytes
+// to path; it returns the buffer, the header length and the packet's
+// index in its GSO group.
+func (q *qp) packetBuf(path *udpPath, op roce.Opcode, n int) ([]byte, int, int) {
 	hdr := op.Layout().HeaderLen
-	return q.u.f.alloc(hdr + n + roce.PadLen(n) + roce.ICRCLen), hdr
+	buf, id := q.u.f.slot(path, hdr+n+roce.PadLen(n)+roce.ICRCLen)
+	return buf, hdr, id
 }
 
 // gatherAt copies the message bytes at offset off into dst from the WQE's
@@ -219,7 +220,7 @@ func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 		n := int(min(uint64(u.mtu), total-min(total, off)))
 		rop := opcodeFor(q.typ, op, i, npkt)
 		last := i == npkt-1
-		buf, hdr := q.packetBuf(rop, n)
+		buf, hdr, id := q.packetBuf(&u.path, rop, n)
 		gatherAt(srcs, off, buf[hdr:hdr+n])
 		t := q.header(rop, u.sqPSN, last && q.typ == verbsio.QPTypeRC, q.destQPN)
 		if rop.Layout().Has(roce.ExtRETH) {
@@ -228,7 +229,7 @@ func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 		if rop.Layout().Has(roce.ExtImmDt) {
 			t.ImmDt = roce.ImmDt{Data: w.Imm}
 		}
-		q.emit(&u.path, buf, hdr, n)
+		q.emit(&u.path, buf, hdr, n, id)
 		u.sqPSN = u.sqPSN.Next()
 	}
 	r.end = u.sqPSN
@@ -245,10 +246,10 @@ func (q *qp) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	r.total = total
 	off := uint64(r.first.Forward(u.sqPSN)) * uint64(u.mtu) // after a go-back, what arrived already
 	rest := total - min(total, off)
-	buf, hdr := q.packetBuf(roce.RCReadRequest, 0)
+	buf, hdr, id := q.packetBuf(&u.path, roce.RCReadRequest, 0)
 	t := q.header(roce.RCReadRequest, u.sqPSN, true, q.destQPN)
 	t.RETH = roce.RETH{VA: w.RAddr + off, RKey: w.RKey, DMALen: uint32(rest)}
-	q.emit(&u.path, buf, hdr, 0)
+	q.emit(&u.path, buf, hdr, 0, id)
 	r.rdNext = u.sqPSN
 	u.sqPSN = u.sqPSN.Add(npackets(rest, u.mtu))
 	r.end = u.sqPSN
@@ -269,13 +270,13 @@ func (q *qp) sendAtomic(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	if verbsio.Opcode(w.Opcode) == verbsio.OpAtomicCmpSwp {
 		op = roce.RCCompareSwap
 	}
-	buf, hdr := q.packetBuf(op, 0)
+	buf, hdr, id := q.packetBuf(&u.path, op, 0)
 	t := q.header(op, u.sqPSN, true, q.destQPN)
 	t.AtomicETH = roce.AtomicETH{VA: w.RAddr, RKey: w.RKey, SwapAdd: w.CompareAdd, Compare: 0}
 	if op == roce.RCCompareSwap {
 		t.AtomicETH.SwapAdd, t.AtomicETH.Compare = w.Swap, w.CompareAdd
 	}
-	q.emit(&u.path, buf, hdr, 0)
+	q.emit(&u.path, buf, hdr, 0, id)
 	r.total = 8
 	u.sqPSN = u.sqPSN.Next()
 	r.end = u.sqPSN
@@ -301,7 +302,7 @@ func (q *qp) sendUD(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	}
 	op := opcodeFor(q.typ, verbsio.Opcode(w.Opcode), 0, 1)
 	n := int(total)
-	buf, hdr := q.packetBuf(op, n)
+	buf, hdr, id := q.packetBuf(a.ud, op, n)
 	gatherAt(q.src[:nsrc], 0, buf[hdr:hdr+n])
 	t := q.header(op, u.sqPSN, false, w.UDQPN)
 	qkey := w.UDQKey
@@ -312,7 +313,7 @@ func (q *qp) sendUD(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	if op.Layout().Has(roce.ExtImmDt) {
 		t.ImmDt = roce.ImmDt{Data: w.Imm}
 	}
-	q.emit(a.ud, buf, hdr, n)
+	q.emit(a.ud, buf, hdr, n, id)
 	u.sqPSN = u.sqPSN.Next()
 	r.total = total
 	return verbsio.StatusSuccess

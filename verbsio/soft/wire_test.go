@@ -35,25 +35,64 @@ func openCapture(t *testing.T, ifname string) *capture {
 		t.Fatal(err)
 	}
 	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 16<<20)
+	// A virtio-net header before each frame says how a GSO super-packet
+	// will be cut, so the test can check every segment as it will leave.
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
+		t.Fatalf("PACKET_VNET_HDR: %v", err)
+	}
 	tv := unix.Timeval{Usec: 200_000}
 	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	t.Cleanup(func() { unix.Close(fd) })
 	return &capture{fd: fd}
 }
 
+// frame is a captured frame and, for a GSO super-packet, its segment size.
+type frame struct {
+	b       []byte
+	gsoSize int
+}
+
 // frames reads outgoing frames until the wire is quiet for 200 ms.
-func (c *capture) frames() [][]byte {
-	var out [][]byte
-	buf := make([]byte, 1<<16)
+func (c *capture) frames() []frame {
+	var out []frame
+	buf := make([]byte, 1<<17)
 	for {
 		n, from, err := unix.Recvfrom(c.fd, buf, 0)
-		if err != nil {
+		if err != nil || n < 10 {
 			return out
 		}
 		if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
-			out = append(out, append([]byte(nil), buf[:n]...))
+			gso := 0
+			if buf[1] != 0 { // virtio_net_hdr.gso_type
+				gso = int(binary.LittleEndian.Uint16(buf[4:]))
+			}
+			out = append(out, frame{b: append([]byte(nil), buf[10:n]...), gsoSize: gso})
 		}
 	}
+}
+
+// segments cuts a captured IPv4/UDP frame into the datagrams the kernel
+// sends: for a GSO super-packet, each segment with its own IP and UDP
+// lengths and an IP identification counting up from the super-packet's.
+func segments(f frame) (ips, udps, pkts [][]byte) {
+	ip := f.b[14:]
+	udp := ip[20:]
+	payload := udp[8:binary.BigEndian.Uint16(udp[4:])]
+	if f.gsoSize == 0 {
+		return [][]byte{ip[:20]}, [][]byte{udp[:8]}, [][]byte{payload}
+	}
+	id := binary.BigEndian.Uint16(ip[4:])
+	for i := 0; len(payload) > 0; i++ {
+		n := min(f.gsoSize, len(payload))
+		h := append([]byte(nil), ip[:20]...)
+		binary.BigEndian.PutUint16(h[2:], uint16(28+n))
+		binary.BigEndian.PutUint16(h[4:], id+uint16(i))
+		u := append([]byte(nil), udp[:8]...)
+		binary.BigEndian.PutUint16(u[4:], uint16(8+n))
+		ips, udps, pkts = append(ips, h), append(udps, u), append(pkts, payload[:n])
+		payload = payload[n:]
+	}
+	return ips, udps, pkts
 }
 
 // TestWireICRC runs traffic of every kind over the loopback device and
@@ -84,35 +123,40 @@ func TestWireICRC(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	seen := map[roce.Opcode]int{}
-	checked := 0
+	checked, gso := 0, 0
 	for _, f := range cap.frames() {
-		if len(f) < 14+20+8 || binary.BigEndian.Uint16(f[12:]) != 0x0800 {
+		if len(f.b) < 14+20+8 || binary.BigEndian.Uint16(f.b[12:]) != 0x0800 {
 			continue
 		}
-		ip := f[14:]
-		ihl := int(ip[0]&0xf) * 4
-		if ip[9] != unix.IPPROTO_UDP || ihl != 20 {
+		ip := f.b[14:]
+		if ip[9] != unix.IPPROTO_UDP || ip[0]&0xf != 5 {
 			continue
 		}
-		udp := ip[ihl:]
+		udp := ip[20:]
 		if !ports[binary.BigEndian.Uint16(udp[2:])] || !ports[binary.BigEndian.Uint16(udp[0:])] {
 			continue
 		}
-		pkt := udp[8:binary.BigEndian.Uint16(udp[4:])]
-		var rp roce.Packet
-		if err := rp.Decode(pkt); err != nil {
-			t.Errorf("packet %d does not decode: %v", checked, err)
-			continue
+		if f.gsoSize != 0 {
+			gso++
 		}
-		crc, err := roce.ICRCRaw(ip[:ihl], udp[:8], pkt)
-		if err != nil || crc != roce.StoredICRC(pkt) {
-			t.Errorf("%s PSN %d: ICRC %08x, the real headers give %08x (IP id %d)", rp.BTH.Opcode, rp.BTH.PSN, roce.StoredICRC(pkt), crc, binary.BigEndian.Uint16(ip[4:]))
+		ips, udps, pkts := segments(f)
+		for i, pkt := range pkts {
+			var rp roce.Packet
+			if err := rp.Decode(pkt); err != nil {
+				t.Errorf("packet %d does not decode: %v", checked, err)
+				continue
+			}
+			crc, err := roce.ICRCRaw(ips[i], udps[i], pkt)
+			if err != nil || crc != roce.StoredICRC(pkt) {
+				t.Errorf("%s PSN %d: ICRC %08x, the real headers give %08x (IP id %d)", rp.BTH.Opcode, rp.BTH.PSN,
+					roce.StoredICRC(pkt), crc, binary.BigEndian.Uint16(ips[i][4:]))
+			}
+			if ips[i][6]&0x40 == 0 {
+				t.Errorf("%s: DF not set", rp.BTH.Opcode)
+			}
+			seen[rp.BTH.Opcode]++
+			checked++
 		}
-		if ip[6]&0x40 == 0 {
-			t.Errorf("%s: DF not set", rp.BTH.Opcode)
-		}
-		seen[rp.BTH.Opcode]++
-		checked++
 	}
 	for _, op := range []roce.Opcode{roce.RCWriteFirst, roce.RCWriteMiddle, roce.RCWriteLast, roce.RCWriteLastImm, roce.RCSendFirst, roce.RCSendMiddle,
 		roce.RCSendLast, roce.RCReadRequest, roce.RCReadResponseFirst, roce.RCReadResponseLast, roce.RCFetchAdd,
@@ -121,5 +165,5 @@ func TestWireICRC(t *testing.T) {
 			t.Errorf("no %s packet seen on the wire (saw %v)", op, seen)
 		}
 	}
-	t.Logf("%d packets verified: %v", checked, seen)
+	t.Logf("%d packets verified (%d GSO sends): %v", checked, gso, seen)
 }
