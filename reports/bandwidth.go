@@ -26,6 +26,10 @@ const (
 	PeakOverIterationLimit PeakStatus = "over_iteration_limit" // iterations > PeakIterationLimit
 	PeakDurationMode       PeakStatus = "duration_mode"        // perftest -D never measures it
 	PeakDisabled           PeakStatus = "disabled"             // the user asked (perftest -N)
+	// PeakReceiver: the record was measured by the receiving side of a
+	// SEND test, which has no per-message post stamps (perftest's server
+	// prints no peak either).
+	PeakReceiver PeakStatus = "receiver"
 )
 
 // Bandwidth is the bandwidth part of a [Result]. Its JSON fields are
@@ -37,6 +41,9 @@ type Bandwidth struct {
 	BWAvgMiBps  float64    `json:"bw_avg_mibps"`
 	MsgRateMpps float64    `json:"msg_rate_mpps"`
 	PeakStatus  PeakStatus `json:"bw_peak_status"`
+	// LostMessages counts messages a UC or UD receiver never got, in
+	// iterations mode (expected minus received); 0 (omitted) otherwise.
+	LostMessages int64 `json:"lost_messages,omitempty"`
 }
 
 // Plus returns the sum of two sides' bandwidth, as perftest prints for
@@ -44,12 +51,13 @@ type Bandwidth struct {
 // measured only if it was on both sides.
 func (b Bandwidth) Plus(o Bandwidth) Bandwidth {
 	s := Bandwidth{
-		BWPeakGbps:  b.BWPeakGbps + o.BWPeakGbps,
-		BWAvgGbps:   b.BWAvgGbps + o.BWAvgGbps,
-		BWPeakMiBps: b.BWPeakMiBps + o.BWPeakMiBps,
-		BWAvgMiBps:  b.BWAvgMiBps + o.BWAvgMiBps,
-		MsgRateMpps: b.MsgRateMpps + o.MsgRateMpps,
-		PeakStatus:  b.PeakStatus,
+		BWPeakGbps:   b.BWPeakGbps + o.BWPeakGbps,
+		BWAvgGbps:    b.BWAvgGbps + o.BWAvgGbps,
+		BWPeakMiBps:  b.BWPeakMiBps + o.BWPeakMiBps,
+		BWAvgMiBps:   b.BWAvgMiBps + o.BWAvgMiBps,
+		MsgRateMpps:  b.MsgRateMpps + o.MsgRateMpps,
+		PeakStatus:   b.PeakStatus,
+		LostMessages: b.LostMessages + o.LostMessages,
 	}
 	if o.PeakStatus != PeakMeasured {
 		s.PeakStatus = o.PeakStatus

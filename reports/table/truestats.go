@@ -100,17 +100,31 @@ func samples(n int64) string {
 	return fmt.Sprintf("%d samples", n)
 }
 
-// bandwidthNote explains an unmeasured BW peak.
-func bandwidthNote(r reports.Result) string {
+// bandwidthNotes explains an unmeasured BW peak and lost messages.
+func bandwidthNotes(r reports.Result) []string {
+	var notes []string
 	switch r.PeakStatus {
 	case reports.PeakOverIterationLimit:
-		return fmt.Sprintf("BW peak not measured: more than %d iterations (perftest skips it too); shown as 0.00", reports.PeakIterationLimit)
+		notes = append(notes, fmt.Sprintf("BW peak not measured: more than %d iterations (perftest skips it too); shown as 0.00", reports.PeakIterationLimit))
 	case reports.PeakDurationMode:
-		return "BW peak not measured in duration mode (as perftest); shown as 0.00"
+		notes = append(notes, "BW peak not measured in duration mode (as perftest); shown as 0.00")
 	case reports.PeakDisabled:
-		return "BW peak disabled on request; shown as 0.00"
+		notes = append(notes, "BW peak disabled on request; shown as 0.00")
+	case reports.PeakReceiver:
+		notes = append(notes, "measured on the receiving side, from the first receive to the last; no BW peak (shown as 0.00)")
 	}
-	return ""
+	if r.LostMessages > 0 {
+		notes = append(notes, fmt.Sprintf("%s lost on the way (UC/UD); the rates count what arrived", messages(r.LostMessages)))
+	}
+	return notes
+}
+
+// messages returns "1 message" or "n messages".
+func messages(n int64) string {
+	if n == 1 {
+		return "1 message"
+	}
+	return fmt.Sprintf("%d messages", n)
 }
 
 func writeClock(ew *errWriter, clk clock.Info) {

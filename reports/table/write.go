@@ -93,7 +93,7 @@ func writeGroup(w io.Writer, g *resultGroup, doc *reports.Document, opts Options
 	}
 	ew := &errWriter{w: w}
 	for _, r := range g.results {
-		if n := bandwidthNote(r); n != "" {
+		for _, n := range bandwidthNotes(r) {
 			ew.printf(" note: %d B: %s\n", r.Bytes, n)
 		}
 	}

@@ -1,0 +1,965 @@
+// Package bw runs perftest's bandwidth tests over verbsio: send_bw,
+// write_bw, read_bw and atomic_bw, with perftest's data-path conventions,
+// and returns one reports.Result per message size.
+//
+// # What is measured
+//
+// The sender keeps up to TxDepth messages outstanding on each QP, posts
+// them PostList at a time, and asks for a completion every CQMod messages
+// (and for the last one). It stamps the clock at each post and at each
+// completion it polls, as perftest's tposted and tcompleted; the average
+// bandwidth is messages × size over last completion minus first post, and
+// the peak is perftest's best window over those stamps (skipped above
+// 20000 iterations, as perftest does).
+//
+//   - write_bw, read_bw, atomic_bw: the client sends; the server is passive
+//     (the initiator does the work, as with RDMA hardware) and receives the
+//     client's report at the end, which it prints as its own.
+//   - send_bw: the server receives into RxDepth pre-posted receives per QP,
+//     reposting each as it completes, and reports what it received: its
+//     bandwidth runs from the first receive to the last, without a peak,
+//     as perftest's server does.
+//   - Bidirectional (-b): both sides send (and receive, for send_bw); each
+//     measures what it sends, they exchange reports and both print the sum.
+//
+// A SEND stream ends, on each QP, with a SEND_WITH_IMM carrying
+// session.StopImm: its last message in iterations mode, an extra message
+// after the run in duration mode. Over UC and UD, where messages can be
+// lost, the receiver also stops after a second without traffic and
+// reports how many messages never arrived.
+//
+// In duration mode the sender posts until the duration has passed and
+// counts the messages completed inside the sample window between the
+// margins; the peak is not measured, as in perftest.
+package bw
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rperf/rperf/internal/clock"
+	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/internal/session"
+	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/cm"
+)
+
+// Test is one of the bandwidth tests.
+type Test uint8
+
+// The bandwidth tests.
+const (
+	Send Test = iota
+	Write
+	Read
+	Atomic
+)
+
+var testInfo = [...]struct {
+	name, command, title string
+	verb                 session.Verb
+}{
+	Send:   {"send_bw", "send-bw", "Send BW Test", session.Send},
+	Write:  {"write_bw", "write-bw", "RDMA_Write BW Test", session.Write},
+	Read:   {"read_bw", "read-bw", "RDMA_Read BW Test", session.Read},
+	Atomic: {"atomic_bw", "atomic-bw", "Atomic BW Test", session.Atomic},
+}
+
+// Tests lists every bandwidth test.
+var Tests = []Test{Send, Write, Read, Atomic}
+
+// Name is perftest's program name without "ib_", e.g. "write_bw".
+func (t Test) Name() string { return testInfo[t].name }
+
+// Command is the rperf command, e.g. "write-bw".
+func (t Test) Command() string { return testInfo[t].command }
+
+// Title is the banner line perftest prints for the test.
+func (t Test) Title() string { return testInfo[t].title }
+
+// OneSided reports whether the test's operations need nothing from the
+// target's CPU (write, read, atomic): their server is passive unless the
+// test is bidirectional.
+func (t Test) OneSided() bool { return t != Send }
+
+// Connections lists the transports the test runs over.
+func (t Test) Connections() []verbsio.QPType {
+	switch t {
+	case Send:
+		return []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC, verbsio.QPTypeUD}
+	case Write:
+		return []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC}
+	}
+	return []verbsio.QPType{verbsio.QPTypeRC}
+}
+
+// Info describes an established session.
+type Info = session.Info
+
+// Progress announces each run.
+type Progress = session.Progress
+
+// Defaults, as perftest's for bandwidth tests.
+const (
+	DefaultSize            = 65536 // DEF_SIZE_BW
+	DefaultIterations      = 1000  // DEF_ITERS
+	DefaultIterationsWrite = 5000  // DEF_ITERS_WB
+	DefaultTxDepth         = 128   // DEF_TX_BW
+	DefaultRxDepth         = 512   // DEF_RX_SEND
+	DefaultCQMod           = 100   // DEF_CQ_MOD
+	// CQModSizeLimit is the size above which CQ moderation falls to 1
+	// unless set explicitly (perftest's MSG_SIZE_CQ_MOD_LIMIT).
+	CQModSizeLimit = 8192
+	// AtomicSize is the size of every atomic operation.
+	AtomicSize = 8
+	// UnreliableQuiet is how long a UC/UD receiver waits without traffic
+	// before it takes the missing messages as lost.
+	UnreliableQuiet = time.Second
+	// maxStamps bounds the per-message stamps kept for the peak.
+	maxStamps = 1 << 22
+)
+
+// Config describes a bandwidth test. Default gives perftest's defaults.
+type Config struct {
+	Test       Test
+	Connection verbsio.QPType
+	// Sizes are the message sizes, one run each (perftest -s, or -a).
+	Sizes []int
+	// Iterations per QP and size (perftest -n), at least 5; ignored in
+	// duration mode.
+	Iterations int
+	// Duration selects duration mode (perftest -D); Margin is perftest's -f.
+	Duration, Margin time.Duration
+	// Warmup messages per QP are sent before each measured run and not
+	// counted (iterations mode only).
+	Warmup int
+	// QPs is the number of queue pairs (perftest -q).
+	QPs int
+	// TxDepth is the outstanding messages per QP (perftest -t), capped at
+	// Iterations.
+	TxDepth int
+	// RxDepth is the receives kept posted per QP in send_bw (perftest -r).
+	RxDepth int
+	// PostList chains this many requests per post (perftest -l); CQ
+	// moderation then equals it.
+	PostList int
+	// CQMod is perftest's -Q; 0 means perftest's rule: 100, capped at the
+	// tx depth, and 1 for messages above 8 KiB.
+	CQMod int
+	// Inline is the largest message sent inline (perftest -I); 0 by
+	// default in bandwidth tests.
+	Inline        int
+	OutReads      int            // perftest -o; 0 means the device's maximum
+	AtomicOp      verbsio.Opcode // OpAtomicFetchAdd (default) or OpAtomicCmpSwp
+	Bidirectional bool           // perftest -b
+	NoPeak        bool           // perftest -N
+	// ReportGbits sets the unit of the report exchanged with the peer
+	// (perftest --report_gbits): Gb/s instead of MiB/s.
+	ReportGbits  bool
+	QPTimeout    uint8
+	Port         uint8
+	MTU          verbsio.MTU
+	StallTimeout time.Duration
+	// PassiveWait bounds how long a passive server waits for the client's
+	// run of one size to end; 0 means 10×StallTimeout (plus the duration).
+	PassiveWait time.Duration
+	Params      cm.Params
+
+	OnConnected func(Info)
+	OnProgress  func(Progress)
+	OnResult    func(reports.Result)
+}
+
+// Default returns perftest's defaults for t.
+func Default(t Test) Config {
+	c := Config{
+		Test: t, Connection: verbsio.QPTypeRC, Sizes: []int{DefaultSize}, Iterations: DefaultIterations,
+		QPs: 1, TxDepth: DefaultTxDepth, RxDepth: DefaultRxDepth, PostList: 1, AtomicOp: verbsio.OpAtomicFetchAdd,
+	}
+	switch t {
+	case Write:
+		c.Iterations = DefaultIterationsWrite
+	case Atomic:
+		c.Sizes = []int{AtomicSize}
+	}
+	return c
+}
+
+// Check reports the first problem with c that would stop Run.
+func (c *Config) Check() error {
+	if int(c.Test) >= len(testInfo) {
+		return fmt.Errorf("unknown bandwidth test %d", c.Test)
+	}
+	ok := false
+	for _, t := range c.Test.Connections() {
+		ok = ok || t == c.Connection
+	}
+	if !ok {
+		return fmt.Errorf("%s does not run over %s", c.Test.Name(), c.Connection)
+	}
+	if len(c.Sizes) == 0 {
+		return fmt.Errorf("no message size")
+	}
+	for _, s := range c.Sizes {
+		if s < 1 {
+			return fmt.Errorf("message size %d is below 1", s)
+		}
+		if c.Test == Atomic && s != AtomicSize {
+			return fmt.Errorf("atomic operations move %d bytes, not %d", AtomicSize, s)
+		}
+	}
+	switch {
+	case c.Duration < 0 || c.Margin < 0:
+		return fmt.Errorf("negative duration or margin")
+	case c.Duration > 0 && c.Duration <= 2*c.Margin:
+		return fmt.Errorf("duration %v is not longer than twice the margin %v", c.Duration, c.Margin)
+	case c.Duration == 0 && c.Iterations < 5:
+		return fmt.Errorf("%d iterations: at least 5 are needed", c.Iterations)
+	case c.Warmup < 0:
+		return fmt.Errorf("negative warm-up")
+	case c.Duration > 0 && c.Warmup > 0:
+		return fmt.Errorf("warm-up messages apply to iterations mode; duration mode has its margin")
+	case c.QPs < 1:
+		return fmt.Errorf("%d QPs: at least 1 is needed", c.QPs)
+	case c.TxDepth < 1:
+		return fmt.Errorf("tx depth %d is below 1", c.TxDepth)
+	case c.Test == Send && c.RxDepth < 1:
+		return fmt.Errorf("rx depth %d is below 1", c.RxDepth)
+	case c.PostList < 1:
+		return fmt.Errorf("post list %d is below 1", c.PostList)
+	case c.PostList > c.txDepth():
+		return fmt.Errorf("post list %d is longer than the tx depth %d", c.PostList, c.txDepth())
+	case c.CQMod < 0:
+		return fmt.Errorf("negative CQ moderation")
+	case c.Inline < 0:
+		return fmt.Errorf("negative inline size")
+	case c.Test == Atomic && c.AtomicOp != verbsio.OpAtomicFetchAdd && c.AtomicOp != verbsio.OpAtomicCmpSwp:
+		return fmt.Errorf("atomic operation %s is not FETCH_AND_ADD or CMP_AND_SWAP", c.AtomicOp)
+	}
+	return nil
+}
+
+// txDepth is the tx depth in use: capped at the iterations, as perftest
+// caps it.
+func (c *Config) txDepth() int {
+	if c.Duration == 0 && c.Iterations > 0 && c.TxDepth > c.Iterations {
+		return c.Iterations
+	}
+	return c.TxDepth
+}
+
+// CQModFor returns the CQ moderation used for messages of size bytes.
+func (c *Config) CQModFor(size int) int {
+	tx := c.txDepth()
+	switch {
+	case c.PostList > 1:
+		return c.PostList
+	case c.CQMod > 0:
+		return min(c.CQMod, tx)
+	case size > CQModSizeLimit:
+		return 1
+	}
+	return min(DefaultCQMod, tx)
+}
+
+// role says what this side does.
+type role struct {
+	send    bool // runs the sender loop
+	recv    bool // runs the receiver loop (send_bw)
+	passive bool // waits for the client's run (one-sided server)
+}
+
+func (c *Config) role(server bool) role {
+	switch {
+	case c.Bidirectional:
+		return role{send: true, recv: c.Test == Send}
+	case !server:
+		return role{send: true}
+	case c.Test == Send:
+		return role{recv: true}
+	}
+	return role{passive: true}
+}
+
+// Run runs the test over conn on dev and returns this side's results, one
+// per size (on a passive server, the client's report). It never closes
+// dev; conn is closed when it returns.
+func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) ([]reports.Result, error) {
+	if err := cfg.Check(); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("bandwidth test: %w", err)
+	}
+	inline := cfg.Inline
+	if cfg.Test == Read || cfg.Test == Atomic {
+		inline = 0
+	}
+	maxSize := 0
+	for _, s := range cfg.Sizes {
+		maxSize = max(maxSize, s)
+	}
+	s, err := session.Open(ctx, dev, conn, session.Spec{
+		Verb: testInfo[cfg.Test].verb, Type: cfg.Connection, QPs: cfg.QPs, MaxSize: maxSize,
+		TxDepth: cfg.txDepth(), RxDepth: cfg.RxDepth, Inline: inline, OutReads: cfg.OutReads,
+		QPTimeout: cfg.QPTimeout, Port: cfg.Port, MTU: cfg.MTU, Params: cfg.Params, StallTimeout: cfg.StallTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.OnConnected != nil {
+		cfg.OnConnected(s.Info())
+	}
+	r := newRunner(&cfg, s)
+	results, err := r.run(ctx)
+	if cerr := s.Close(ctx, err == nil); err == nil && cerr != nil {
+		err = cerr
+	}
+	return results, err
+}
+
+type runner struct {
+	cfg  *Config
+	s    *session.Session
+	role role
+	snd  *sender
+	rcv  *receiver
+}
+
+func newRunner(cfg *Config, s *session.Session) *runner {
+	r := &runner{cfg: cfg, s: s, role: cfg.role(s.Server)}
+	if r.role.send {
+		r.snd = newSender(s, testInfo[cfg.Test].verb.Opcode(cfg.AtomicOp), cfg.PostList)
+	}
+	if r.role.recv {
+		r.rcv = newReceiver(s)
+	}
+	return r
+}
+
+func (r *runner) stall() time.Duration {
+	if r.cfg.StallTimeout > 0 {
+		return r.cfg.StallTimeout
+	}
+	return session.DefaultStallTimeout
+}
+
+func (r *runner) run(ctx context.Context) ([]reports.Result, error) {
+	cfg := r.cfg
+	var results []reports.Result
+	for i, size := range cfg.Sizes {
+		if cfg.OnProgress != nil {
+			cfg.OnProgress(Progress{Index: i, Count: len(cfg.Sizes), Bytes: size, Duration: cfg.Duration})
+		}
+		if cfg.Warmup > 0 {
+			if _, err := r.runOnce(ctx, size, int64(cfg.Warmup), false); err != nil {
+				return results, err
+			}
+		}
+		local, err := r.runOnce(ctx, size, int64(cfg.Iterations), true)
+		if err != nil {
+			return results, err
+		}
+		res, err := r.exchange(ctx, size, local)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, res)
+		if cfg.OnResult != nil {
+			cfg.OnResult(res)
+		}
+	}
+	return results, nil
+}
+
+// measured is one side's outcome of a run.
+type measured struct {
+	res  reports.Result // sender or receiver result; zero on a passive side
+	have bool
+}
+
+// runOnce runs one size between two barriers.
+func (r *runner) runOnce(ctx context.Context, size int, iters int64, measure bool) (measured, error) {
+	cfg, s := r.cfg, r.s
+	if r.rcv != nil {
+		if err := r.rcv.drain(); err != nil {
+			return measured{}, err
+		}
+	}
+	if err := s.Barrier(ctx, 0); err != nil {
+		return measured{}, err
+	}
+	if r.role.passive {
+		wait := cfg.PassiveWait
+		if wait <= 0 {
+			wait = 10 * r.stall()
+		}
+		if err := s.Barrier(ctx, wait+cfg.Duration); err != nil {
+			return measured{}, err
+		}
+		return measured{}, nil
+	}
+	dur := measure && cfg.Duration > 0
+	var ph *session.Phases
+	if dur {
+		p := session.NewPhases(clock.Now(), cfg.Duration, cfg.Margin)
+		ph = &p
+		iters = -1
+	}
+	peak := measure && !dur && !cfg.NoPeak && iters <= reports.PeakIterationLimit && iters*int64(cfg.QPs) <= maxStamps
+	var m measured
+	var err error
+	if r.snd != nil {
+		var st sendStats
+		st, err = r.snd.run(ctx, runParams{
+			size: size, iters: iters, txDepth: cfg.txDepth(), cqMod: cfg.CQModFor(size), postList: cfg.PostList,
+			inline: size <= s.QPs[0].Cap().MaxInlineData, stamps: peak, ph: ph, last: r.cfg.Test == Send,
+		}, r.rcv)
+		if err == nil && measure {
+			m.res, err = r.senderResult(size, iters, st, peak)
+			m.have = true
+		}
+	} else {
+		var st recvStats
+		st, err = r.rcv.run(ctx, iters, ph)
+		if err == nil && measure {
+			m.res, err = r.receiverResult(size, iters, st)
+			m.have = true
+		}
+	}
+	if err != nil {
+		return measured{}, err
+	}
+	if err := s.Barrier(ctx, 0); err != nil {
+		return measured{}, err
+	}
+	return m, nil
+}
+
+func (r *runner) senderResult(size int, iters int64, st sendStats, peak bool) (reports.Result, error) {
+	cfg := r.cfg
+	name := cfg.Test.Name()
+	if st.dur {
+		if st.window <= 0 || st.msgs == 0 {
+			return reports.Result{}, fmt.Errorf("%d B: no message completed inside the %v sample window; run longer (-D) or with a smaller margin (-f)",
+				size, cfg.Duration-2*cfg.Margin)
+		}
+		return reports.NewBandwidthDurationResult(reports.BWDurationSpec{Test: name, Bytes: int64(size), Messages: st.msgs, WindowNs: st.window})
+	}
+	spec := reports.BWSpec{
+		Test: name, Bytes: int64(size), Iterations: iters, QPs: cfg.QPs, PostList: cfg.PostList, CQMod: cfg.CQModFor(size),
+		NoPeak: !peak,
+	}
+	if peak {
+		spec.Posted, spec.Completed = st.posted, st.completed
+	} else {
+		spec.ElapsedNs = max(st.last-st.first, 1)
+	}
+	res, err := reports.NewBandwidthResult(spec)
+	if err != nil {
+		return reports.Result{}, fmt.Errorf("%d B: %w", size, err)
+	}
+	switch {
+	case cfg.NoPeak:
+	case iters > reports.PeakIterationLimit || !peak:
+		res.PeakStatus = reports.PeakOverIterationLimit
+	}
+	return res, nil
+}
+
+func (r *runner) receiverResult(size int, iters int64, st recvStats) (reports.Result, error) {
+	cfg := r.cfg
+	res := reports.Result{Test: cfg.Test.Name(), Bytes: int64(size), Mode: reports.ModeIterations}
+	msgs, elapsed := st.count, st.last-st.first
+	if st.dur {
+		res.Mode = reports.ModeDuration
+		msgs, elapsed = st.winCount, st.window
+	}
+	if msgs == 0 || elapsed <= 0 {
+		return reports.Result{}, fmt.Errorf("%d B: too few messages received to measure (%d); run longer", size, msgs)
+	}
+	avg, err := reports.BWAverage(int64(size), msgs, elapsed)
+	if err != nil {
+		return reports.Result{}, err
+	}
+	res.Iterations, res.ElapsedNs = msgs, elapsed
+	res.Bandwidth = &reports.Bandwidth{BWAvgMiBps: avg.MiBps, BWAvgGbps: avg.Gbps, MsgRateMpps: avg.Mpps, PeakStatus: reports.PeakReceiver}
+	if !st.dur {
+		if want := iters * int64(cfg.QPs); st.count < want {
+			res.LostMessages = want - st.count
+		}
+	}
+	return res, nil
+}
+
+// exchange swaps reports with the peer and returns this side's result.
+func (r *runner) exchange(ctx context.Context, size int, local measured) (reports.Result, error) {
+	cfg := r.cfg
+	rep := cm.BWReport{Size: uint64(size)}
+	if local.have {
+		rep.Iters = uint64(local.res.Iterations)
+		b := local.res.Bandwidth
+		rep.BWPeak, rep.BWAvg, rep.MsgRate = b.BWPeakMiBps, b.BWAvgMiBps, b.MsgRateMpps
+		if cfg.ReportGbits {
+			rep.BWPeak, rep.BWAvg = b.BWPeakGbps, b.BWAvgGbps
+		}
+	}
+	remote, err := r.s.Conn.ExchangeBWReport(ctx, rep)
+	if err != nil {
+		return reports.Result{}, err
+	}
+	switch {
+	case cfg.Bidirectional:
+		res := local.res
+		sum := res.Bandwidth.Plus(*r.fromReport(remote).Bandwidth)
+		res.Bandwidth = &sum
+		return res, nil
+	case r.role.passive:
+		return r.fromReport(remote), nil
+	}
+	return local.res, nil
+}
+
+// fromReport turns a peer's exchanged report into a result.
+func (r *runner) fromReport(rep cm.BWReport) reports.Result {
+	cfg := r.cfg
+	mode := reports.ModeIterations
+	if cfg.Duration > 0 {
+		mode = reports.ModeDuration
+	}
+	toMiB := func(v float64) float64 { return v }
+	toGb := func(v float64) float64 { return v * reports.MiB / reports.GbpsBytes }
+	if cfg.ReportGbits {
+		toMiB = func(v float64) float64 { return v * reports.GbpsBytes / reports.MiB }
+		toGb = func(v float64) float64 { return v }
+	}
+	b := &reports.Bandwidth{
+		BWPeakMiBps: toMiB(rep.BWPeak), BWPeakGbps: toGb(rep.BWPeak),
+		BWAvgMiBps: toMiB(rep.BWAvg), BWAvgGbps: toGb(rep.BWAvg),
+		MsgRateMpps: rep.MsgRate, PeakStatus: reports.PeakMeasured,
+	}
+	if rep.BWPeak == 0 {
+		switch {
+		case cfg.Duration > 0:
+			b.PeakStatus = reports.PeakDurationMode
+		case int64(rep.Iters) > reports.PeakIterationLimit*int64(cfg.QPs):
+			b.PeakStatus = reports.PeakOverIterationLimit
+		default:
+			b.PeakStatus = reports.PeakDisabled
+		}
+	}
+	return reports.Result{Test: cfg.Test.Name(), Bytes: int64(rep.Size), Iterations: int64(rep.Iters), Mode: mode, Bandwidth: b}
+}
+
+// runParams describes one sender run.
+type runParams struct {
+	size, txDepth, cqMod, postList int
+	iters                          int64 // per QP; -1 in duration mode
+	inline                         bool
+	stamps                         bool // keep per-message stamps for the peak
+	ph                             *session.Phases
+	last                           bool // end each QP's stream with a SEND_WITH_IMM (send_bw)
+}
+
+// sendStats is what a sender run measured.
+type sendStats struct {
+	posted, completed []int64 // per message, when stamped
+	first, last       int64   // first post, last completion
+	dur               bool
+	msgs              int64 // duration: completed inside the window
+	window            int64 // duration: the window
+}
+
+type sqp struct {
+	q       *session.QP
+	wrs     []verbsio.SendWR
+	sges    []verbsio.SGE
+	scnt    int64
+	ccnt    int64
+	lastSig int64 // messages up to here are covered by a signaled request
+}
+
+// sender is perftest's run_iter_bw (and the sending half of run_iter_bi).
+type sender struct {
+	s      *session.Session
+	op     verbsio.Opcode
+	qps    []*sqp
+	wcs    []verbsio.WC
+	posted []int64
+	compl  []int64
+}
+
+func newSender(s *session.Session, op verbsio.Opcode, postList int) *sender {
+	x := &sender{s: s, op: op, wcs: make([]verbsio.WC, 64)}
+	for _, q := range s.QPs {
+		p := &sqp{q: q, wrs: make([]verbsio.SendWR, postList), sges: make([]verbsio.SGE, postList)}
+		x.qps = append(x.qps, p)
+	}
+	return x
+}
+
+// wrID packs a QP index and the number of messages a signaled request
+// completes.
+func wrID(qp int, msgs int64) uint64 { return uint64(qp)<<32 | uint64(msgs) }
+
+func (x *sender) prepare(rp *runParams) {
+	s := x.s
+	for _, p := range x.qps {
+		p.scnt, p.ccnt, p.lastSig = 0, 0, 0
+		for j := range p.wrs {
+			n := rp.size
+			p.sges[j] = s.MR.SGE(p.q.SendOff, n)
+			wr := verbsio.SendWR{Opcode: x.op, SGL: p.sges[j : j+1], Remote: p.q.Remote, UD: p.q.UD}
+			if rp.inline {
+				wr.Flags = verbsio.SendInline
+			}
+			if x.op == verbsio.OpAtomicFetchAdd {
+				wr.Atomic.CompareAdd = 1
+			}
+			p.wrs[j] = wr
+		}
+	}
+	if rp.stamps {
+		n := int(rp.iters) * len(x.qps)
+		if cap(x.posted) < n {
+			x.posted, x.compl = make([]int64, n), make([]int64, n)
+		}
+		x.posted, x.compl = x.posted[:n], x.compl[:n]
+	}
+}
+
+// run sends one run; with recv set (bidirectional send_bw) it also drives
+// the receiver until the peer's stream has ended.
+func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendStats, error) {
+	s := x.s
+	x.prepare(&rp)
+	dur := rp.ph != nil
+	target := rp.iters
+	if dur {
+		target = math.MaxInt64
+	}
+	tx, pl := int64(rp.txDepth), int64(rp.postList)
+	cqMod := int64(rp.cqMod)
+	var st sendStats
+	st.dur = dur
+	var totS, totC, total int64
+	if !dur {
+		total = target * int64(len(x.qps))
+	}
+	if recv != nil {
+		recv.start(rp.iters, rp.ph)
+	}
+	w := s.NewWaiter(ctx, "completions of our "+x.op.String()+"s", false)
+	w.Begin()
+	ending := false
+	var winBeg int64
+	for {
+		progressed := false
+		var now int64
+		if dur {
+			now = clock.Now()
+			if !ending && rp.ph.Ended(now) {
+				ending = true
+				if err := x.finish(rp.last); err != nil {
+					return st, err
+				}
+			}
+			if winBeg == 0 && rp.ph.Sampling(now) {
+				winBeg = now
+			}
+			if st.window == 0 && winBeg != 0 && now >= rp.ph.StopAt {
+				st.window = now - winBeg
+			}
+		}
+		if !ending {
+			for _, p := range x.qps {
+				for p.scnt < target && p.scnt-p.ccnt+pl <= tx {
+					m := min(pl, target-p.scnt)
+					for j := int64(0); j < m; j++ {
+						k := p.scnt + j
+						wr := &p.wrs[j]
+						wr.Opcode, wr.Imm = x.op, 0
+						if (k+1)%cqMod == 0 || k == target-1 {
+							wr.Flags |= verbsio.SendSignaled
+							wr.ID = wrID(p.q.Index, k+1-p.lastSig)
+							p.lastSig = k + 1
+						} else {
+							wr.Flags &^= verbsio.SendSignaled
+						}
+						if rp.last && k == target-1 {
+							wr.Opcode, wr.Imm = verbsio.OpSendImm, session.StopImm
+						}
+					}
+					if rp.stamps {
+						t := clock.Now()
+						for j := int64(0); j < m; j++ {
+							x.posted[totS+j] = t
+						}
+					} else if totS == 0 && !dur {
+						st.first = clock.Now()
+					}
+					w.Index = totS + 1
+					if _, err := p.q.PostSend(p.wrs[:m]); err != nil {
+						return st, fmt.Errorf("post %s #%d on QP %d: %w", x.op, p.scnt+1, p.q.Index, err)
+					}
+					p.scnt += m
+					totS += m
+					progressed = true
+				}
+			}
+		}
+		n, err := s.SendCQ.Poll(x.wcs)
+		if err != nil {
+			return st, fmt.Errorf("poll the send CQ: %w", err)
+		}
+		if n > 0 {
+			progressed = true
+			t := clock.Now()
+			for i := range n {
+				wc := &x.wcs[i]
+				if wc.Status != verbsio.StatusSuccess {
+					return st, &session.CompletionError{What: fmt.Sprintf("%s #%d on QP %d", x.op, x.qps[int(wc.ID>>32)%len(x.qps)].ccnt+1, wc.ID>>32), WC: *wc}
+				}
+				qi := int(wc.ID >> 32)
+				if qi >= len(x.qps) {
+					continue // a probe or a stray completion
+				}
+				cnt := int64(uint32(wc.ID))
+				x.qps[qi].ccnt += cnt
+				if rp.stamps {
+					for j := int64(0); j < cnt && totC+j < total; j++ {
+						x.compl[totC+j] = t
+					}
+				}
+				totC += cnt
+				if dur && !ending && rp.ph.Sampling(t) {
+					st.msgs += cnt
+				}
+			}
+			if !dur && totC >= total {
+				st.last = t
+			}
+		}
+		recvDone := true
+		if recv != nil {
+			k, err := recv.step()
+			if err != nil {
+				return st, err
+			}
+			if k > 0 {
+				progressed = true
+			}
+			recvDone = recv.finished()
+		}
+		sendDone := !dur && totC >= total
+		if dur && ending {
+			sendDone = true
+			for _, p := range x.qps {
+				sendDone = sendDone && p.ccnt == p.scnt
+			}
+		}
+		if sendDone && recvDone {
+			break
+		}
+		if progressed {
+			w.Begin()
+			continue
+		}
+		if recv != nil && recv.quietCheck() {
+			continue
+		}
+		if err := w.Spin(); err != nil {
+			return st, err
+		}
+	}
+	if dur && st.window == 0 && winBeg != 0 {
+		st.window = clock.Now() - winBeg
+	}
+	if rp.stamps {
+		st.posted, st.completed = x.posted, x.compl
+	}
+	return st, nil
+}
+
+// finish ends a duration-mode run: on every QP whose last request was not
+// signaled, or always for SEND (to carry the stop), one more signaled
+// request, so that every posted message completes and the receiver stops.
+func (x *sender) finish(stop bool) error {
+	for _, p := range x.qps {
+		if p.scnt == p.lastSig && !stop {
+			continue
+		}
+		wr := &p.wrs[0]
+		wr.Flags |= verbsio.SendSignaled
+		wr.Opcode, wr.Imm = x.op, 0
+		if stop {
+			wr.Opcode, wr.Imm = verbsio.OpSendImm, session.StopImm
+		}
+		wr.ID = wrID(p.q.Index, p.scnt+1-p.lastSig)
+		if _, err := p.q.PostSend(p.wrs[:1]); err != nil {
+			return fmt.Errorf("post the end-of-run request on QP %d: %w", p.q.Index, err)
+		}
+		p.scnt++
+		p.lastSig = p.scnt
+	}
+	return nil
+}
+
+// recvStats is what a receiver run measured.
+type recvStats struct {
+	count       int64 // messages received
+	first, last int64 // first and last receive
+	dur         bool
+	winCount    int64
+	window      int64
+}
+
+type rqp struct {
+	q    *session.QP
+	rcnt int64
+	done bool
+}
+
+// receiver is perftest's run_iter_bw_server (and the receiving half of
+// run_iter_bi).
+type receiver struct {
+	s        *session.Session
+	qps      []*rqp
+	wcs      []verbsio.WC
+	reliable bool
+
+	ph      *session.Phases
+	ndone   int
+	st      recvStats
+	winBeg  int64
+	lastRx  int64 // clock at the last receive, for the quiet rule
+	spins   int
+	stalled bool // quiet rule fired: the rest is lost
+}
+
+func newReceiver(s *session.Session) *receiver {
+	r := &receiver{s: s, wcs: make([]verbsio.WC, 64), reliable: s.Spec.Type == verbsio.QPTypeRC}
+	for _, q := range s.QPs {
+		r.qps = append(r.qps, &rqp{q: q})
+	}
+	return r
+}
+
+func (r *receiver) start(iters int64, ph *session.Phases) {
+	for _, p := range r.qps {
+		p.rcnt, p.done = 0, false
+	}
+	r.ph, r.ndone, r.st, r.winBeg, r.spins, r.stalled = ph, 0, recvStats{dur: ph != nil}, 0, 0, false
+	r.lastRx = clock.Now()
+}
+
+// finished reports whether every QP's stream has ended.
+func (r *receiver) finished() bool { return r.ndone == len(r.qps) || r.stalled }
+
+// step polls the receive CQ once, reposting what completed.
+func (r *receiver) step() (int, error) {
+	n, err := r.s.RecvCQ.Poll(r.wcs)
+	if err != nil {
+		return 0, fmt.Errorf("poll the receive CQ: %w", err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	t := clock.Now()
+	r.lastRx = t
+	if r.st.count == 0 {
+		r.st.first = t
+	}
+	for i := range n {
+		wc := &r.wcs[i]
+		if wc.Status != verbsio.StatusSuccess {
+			return 0, &session.CompletionError{What: fmt.Sprintf("receive #%d", r.st.count+1), WC: *wc}
+		}
+		p := r.qps[int(wc.ID)%len(r.qps)]
+		p.rcnt++
+		r.st.count++
+		if err := p.q.Repost(); err != nil {
+			return 0, fmt.Errorf("repost a receive on QP %d: %w", p.q.Index, err)
+		}
+		if wc.Flags&verbsio.WCWithImm != 0 && wc.Imm == session.StopImm && !p.done {
+			p.done = true
+			r.ndone++
+		}
+		if r.ph != nil && r.ph.Sampling(t) {
+			if r.winBeg == 0 {
+				r.winBeg = t
+			}
+			r.st.winCount++
+		}
+		if r.ph != nil && r.st.window == 0 && r.winBeg != 0 && t >= r.ph.StopAt {
+			r.st.window = t - r.winBeg
+		}
+	}
+	r.st.last = t
+	return n, nil
+}
+
+// quietCheck applies the UC/UD rule: after UnreliableQuiet without a
+// message, the rest of the stream is taken as lost. It reads the clock
+// only every CheckEvery calls.
+func (r *receiver) quietCheck() bool {
+	if r.reliable || r.finished() {
+		return false
+	}
+	r.spins++
+	if r.spins&(session.CheckEvery-1) != 0 {
+		return false
+	}
+	if clock.Now()-r.lastRx >= int64(UnreliableQuiet) {
+		r.stalled = true
+		return true
+	}
+	return false
+}
+
+// run receives until every QP's stream has ended.
+func (r *receiver) run(ctx context.Context, iters int64, ph *session.Phases) (recvStats, error) {
+	r.start(iters, ph)
+	w := r.s.NewWaiter(ctx, "the peer's SENDs", true)
+	w.Begin()
+	for !r.finished() {
+		n, err := r.step()
+		if err != nil {
+			return r.st, err
+		}
+		if n > 0 {
+			w.Index = r.st.count + 1
+			w.Begin()
+			continue
+		}
+		if r.quietCheck() {
+			break
+		}
+		if err := w.Spin(); err != nil {
+			return r.st, err
+		}
+	}
+	if r.ph != nil && r.st.window == 0 && r.winBeg != 0 {
+		r.st.window = r.st.last - r.winBeg
+	}
+	return r.st, nil
+}
+
+// drain takes completions left from a previous run (UC/UD messages that
+// arrived after the quiet rule fired) and reposts their receives.
+func (r *receiver) drain() error {
+	for {
+		n, err := r.s.RecvCQ.Poll(r.wcs)
+		if err != nil {
+			return fmt.Errorf("poll the receive CQ: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		for i := range n {
+			if err := r.qps[int(r.wcs[i].ID)%len(r.qps)].q.Repost(); err != nil {
+				return fmt.Errorf("repost a receive: %w", err)
+			}
+		}
+	}
+}

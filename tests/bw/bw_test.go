@@ -1,0 +1,213 @@
+package bw_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/bw"
+	"github.com/rperf/rperf/tests/internal/pairtest"
+	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/cm"
+)
+
+func runPair(t *testing.T, srvCfg, cliCfg bw.Config) (srv, cli []reports.Result, srvErr, cliErr error) {
+	t.Helper()
+	srvErr, cliErr = pairtest.Run(t, 60*time.Second,
+		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
+			var err error
+			srv, err = bw.Run(ctx, dev, conn, srvCfg)
+			return err
+		},
+		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
+			var err error
+			cli, err = bw.Run(ctx, dev, conn, cliCfg)
+			return err
+		})
+	return srv, cli, srvErr, cliErr
+}
+
+func TestEveryTestAndTransport(t *testing.T) {
+	for _, test := range bw.Tests {
+		for _, conn := range test.Connections() {
+			for _, bidir := range []bool{false, true} {
+				name := test.Name() + "/" + conn.String()
+				if bidir {
+					name += "/bidirectional"
+				}
+				t.Run(name, func(t *testing.T) {
+					cfg := bw.Default(test)
+					cfg.Connection = conn
+					cfg.Iterations = 200
+					cfg.Bidirectional = bidir
+					if test != bw.Atomic {
+						cfg.Sizes = []int{2, 4096}
+					}
+					srv, cli, srvErr, cliErr := runPair(t, cfg, cfg)
+					if srvErr != nil || cliErr != nil {
+						t.Fatalf("server: %v; client: %v", srvErr, cliErr)
+					}
+					for side, rs := range map[string][]reports.Result{"client": cli, "server": srv} {
+						if len(rs) != len(cfg.Sizes) {
+							t.Fatalf("%s: %d results, want %d", side, len(rs), len(cfg.Sizes))
+						}
+						for i, r := range rs {
+							if r.Test != test.Name() || r.Bytes != int64(cfg.Sizes[i]) || r.Bandwidth == nil || r.BWAvgMiBps <= 0 || r.MsgRateMpps <= 0 {
+								t.Errorf("%s: result %d: %+v %+v", side, i, r, r.Bandwidth)
+							}
+						}
+					}
+					c := cli[0]
+					if c.Iterations != 200 || c.PeakStatus != reports.PeakMeasured || c.BWPeakMiBps < c.BWAvgMiBps*0.999 {
+						t.Errorf("client: iterations %d, peak %s %v < avg %v", c.Iterations, c.PeakStatus, c.BWPeakMiBps, c.BWAvgMiBps)
+					}
+					s := srv[0]
+					switch {
+					case bidir:
+						// Both print the sum of both directions.
+						if s.BWAvgMiBps != c.BWAvgMiBps {
+							t.Errorf("bidirectional sums differ: server %v, client %v", s.BWAvgMiBps, c.BWAvgMiBps)
+						}
+					case test == bw.Send:
+						if s.PeakStatus != reports.PeakReceiver || s.Iterations+s.LostMessages != 200 {
+							t.Errorf("receiver: %+v %+v", s, s.Bandwidth)
+						}
+						if conn == verbsio.QPTypeRC && s.LostMessages != 0 {
+							t.Errorf("RC lost %d messages", s.LostMessages)
+						}
+					default:
+						// The passive server prints the client's report.
+						if diff := s.BWAvgMiBps - c.BWAvgMiBps; diff > 1e-6*c.BWAvgMiBps || diff < -1e-6*c.BWAvgMiBps || s.Iterations != c.Iterations {
+							t.Errorf("passive server %v / %d, client %v / %d", s.BWAvgMiBps, s.Iterations, c.BWAvgMiBps, c.Iterations)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestQueueing runs the perftest knobs that shape the send loop: several
+// QPs, a post list, CQ moderation, a tx depth that does not divide the
+// iterations.
+func TestQueueing(t *testing.T) {
+	cases := []struct {
+		name string
+		mod  func(*bw.Config)
+	}{
+		{"4 QPs", func(c *bw.Config) { c.QPs = 4 }},
+		{"post list 8", func(c *bw.Config) { c.PostList = 8; c.TxDepth = 32 }},
+		{"post list not dividing", func(c *bw.Config) { c.PostList = 7; c.Iterations = 100 }},
+		{"cq mod 1", func(c *bw.Config) { c.CQMod = 1 }},
+		{"cq mod 13, tx 20", func(c *bw.Config) { c.CQMod = 13; c.TxDepth = 20; c.Iterations = 101 }},
+		{"send 3 QPs rx 4", func(c *bw.Config) { c.Test = bw.Send; c.QPs = 3; c.RxDepth = 4 }},
+		{"read 2 QPs", func(c *bw.Config) { c.Test = bw.Read; c.QPs = 2; c.OutReads = 4 }},
+		{"warmup", func(c *bw.Config) { c.Warmup = 50 }},
+		{"no peak", func(c *bw.Config) { c.NoPeak = true }},
+		{"gbits", func(c *bw.Config) { c.ReportGbits = true }},
+		{"inline", func(c *bw.Config) { c.Inline = 64; c.Sizes = []int{64} }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := bw.Default(bw.Write)
+			cfg.Iterations = 300
+			cfg.Sizes = []int{1024}
+			c.mod(&cfg)
+			srv, cli, srvErr, cliErr := runPair(t, cfg, cfg)
+			if srvErr != nil || cliErr != nil {
+				t.Fatalf("server: %v; client: %v", srvErr, cliErr)
+			}
+			want := int64(cfg.Iterations * cfg.QPs)
+			if cli[0].Iterations != want || srv[0].Iterations != want {
+				t.Errorf("iterations: client %d, server %d, want %d", cli[0].Iterations, srv[0].Iterations, want)
+			}
+			wantPeak := reports.PeakMeasured
+			if cfg.NoPeak {
+				wantPeak = reports.PeakDisabled
+			}
+			if cli[0].PeakStatus != wantPeak {
+				t.Errorf("peak status %s, want %s", cli[0].PeakStatus, wantPeak)
+			}
+			if cfg.ReportGbits && cfg.Test != bw.Send {
+				// The server converted the client's Gb/s report back.
+				if r := srv[0].BWAvgMiBps / cli[0].BWAvgMiBps; r < 0.999999 || r > 1.000001 {
+					t.Errorf("server MiB/s %v from the Gb/s report, client %v", srv[0].BWAvgMiBps, cli[0].BWAvgMiBps)
+				}
+			}
+		})
+	}
+}
+
+func TestDurationMode(t *testing.T) {
+	for _, test := range []bw.Test{bw.Write, bw.Send} {
+		for _, bidir := range []bool{false, true} {
+			t.Run(test.Name()+map[bool]string{true: "/bidirectional"}[bidir], func(t *testing.T) {
+				cfg := bw.Default(test)
+				cfg.Duration = 600 * time.Millisecond
+				cfg.Margin = 100 * time.Millisecond
+				cfg.Sizes = []int{4096}
+				cfg.QPs = 2
+				cfg.Bidirectional = bidir
+				srv, cli, srvErr, cliErr := runPair(t, cfg, cfg)
+				if srvErr != nil || cliErr != nil {
+					t.Fatalf("server: %v; client: %v", srvErr, cliErr)
+				}
+				for side, r := range map[string]reports.Result{"client": cli[0], "server": srv[0]} {
+					if r.Mode != reports.ModeDuration || r.Iterations < 100 || r.PeakStatus == reports.PeakMeasured || r.BWAvgMiBps <= 0 {
+						t.Errorf("%s: %+v %+v", side, r, r.Bandwidth)
+					}
+				}
+				if d := time.Duration(cli[0].ElapsedNs); d < 350*time.Millisecond || d > 450*time.Millisecond {
+					t.Errorf("client: sample window %v, want about 400ms", d)
+				}
+			})
+		}
+	}
+}
+
+func TestCQModRule(t *testing.T) {
+	cases := []struct {
+		mod       func(*bw.Config)
+		size, cqm int
+	}{
+		{func(*bw.Config) {}, 65536, 1},
+		{func(*bw.Config) {}, 8192, 100},
+		{func(c *bw.Config) { c.TxDepth = 16 }, 64, 16},
+		{func(c *bw.Config) { c.CQMod = 7 }, 65536, 7},
+		{func(c *bw.Config) { c.PostList = 4; c.CQMod = 7 }, 64, 4},
+		{func(c *bw.Config) { c.Iterations = 50 }, 64, 50},
+	}
+	for i, c := range cases {
+		cfg := bw.Default(bw.Write)
+		c.mod(&cfg)
+		if got := cfg.CQModFor(c.size); got != c.cqm {
+			t.Errorf("case %d: CQModFor(%d) = %d, want %d", i, c.size, got, c.cqm)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		name string
+		mod  func(*bw.Config)
+		want string
+	}{
+		{"ok", func(*bw.Config) {}, ""},
+		{"atomic over UC", func(c *bw.Config) { c.Test = bw.Atomic; c.Connection = verbsio.QPTypeUC; c.Sizes = []int{8} }, "does not run over UC"},
+		{"post list > tx", func(c *bw.Config) { c.PostList = 200 }, "longer than the tx depth"},
+		{"qps", func(c *bw.Config) { c.QPs = 0 }, "at least 1"},
+		{"rx depth", func(c *bw.Config) { c.Test = bw.Send; c.RxDepth = 0 }, "rx depth"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := bw.Default(bw.Write)
+			c.mod(&cfg)
+			err := cfg.Check()
+			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("Check() = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
