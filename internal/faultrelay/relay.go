@@ -1,0 +1,238 @@
+package faultrelay
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config configures a Relay.
+type Config struct {
+	// ListenA and ListenB are the local addresses of the sockets facing A
+	// and B; empty means "127.0.0.1:0". Use a concrete address (not
+	// 0.0.0.0 or ::), since it is what the endpoints are told to send to.
+	ListenA, ListenB string
+	// ConnA and ConnB, when set, are sockets to use instead of listening on
+	// ListenA and ListenB: for example sockets opened in two network
+	// namespaces with netns.ListenUDP. The relay closes them.
+	ConnA, ConnB *net.UDPConn
+	// PeerA and PeerB are the endpoints' addresses. A zero value is
+	// learned: the source of the latest datagram on that side's socket.
+	// Datagrams with nowhere to go yet are counted as Discarded.
+	PeerA, PeerB netip.AddrPort
+
+	// AtoB and BtoA are the faults of each direction.
+	AtoB, BtoA Faults
+	// Seed fixes the random decisions of both directions.
+	Seed uint64
+	// MaxDatagrams, when positive, caps the datagrams accepted, both
+	// directions together; later ones are read and counted as Discarded.
+	MaxDatagrams uint64
+	// MaxDuration bounds the relay's life: it closes itself when it
+	// elapses. Zero means DefaultMaxDuration.
+	MaxDuration time.Duration
+}
+
+// Relay is a fault-injecting UDP relay between endpoints A and B: A sends to
+// AddrA as if it were B, and B sends to AddrB as if it were A.
+type Relay struct {
+	conns [2]*net.UDPConn                   // [AtoB]: faces A, [BtoA]: faces B
+	peers [2]atomic.Pointer[netip.AddrPort] // [AtoB]: A's address, [BtoA]: B's
+	pipes [2]*pipe
+
+	accepted atomic.Uint64
+	max      uint64
+
+	wg        sync.WaitGroup
+	mu        sync.Mutex // guards timer
+	timer     *time.Timer
+	closeOnce sync.Once
+	closeErr  error
+	done      chan struct{}
+}
+
+// New starts a relay.
+func New(cfg Config) (*Relay, error) {
+	for _, f := range []struct {
+		d Direction
+		f *Faults
+	}{{AtoB, &cfg.AtoB}, {BtoA, &cfg.BtoA}} {
+		if err := f.f.validate(); err != nil {
+			return nil, fmt.Errorf("faultrelay: new: %s faults: %w", f.d, err)
+		}
+	}
+	if cfg.MaxDuration < 0 {
+		return nil, fmt.Errorf("faultrelay: new: negative max duration %v", cfg.MaxDuration)
+	}
+	r := &Relay{max: cfg.MaxDatagrams, done: make(chan struct{})}
+	var err error
+	if r.conns[AtoB], err = listen(cfg.ConnA, cfg.ListenA); err != nil {
+		closeConns(cfg.ConnB)
+		return nil, fmt.Errorf("faultrelay: new: socket facing A: %w", err)
+	}
+	if r.conns[BtoA], err = listen(cfg.ConnB, cfg.ListenB); err != nil {
+		closeConns(r.conns[AtoB])
+		return nil, fmt.Errorf("faultrelay: new: socket facing B: %w", err)
+	}
+	for d, peer := range []netip.AddrPort{cfg.PeerA, cfg.PeerB} {
+		if peer.IsValid() {
+			r.peers[d].Store(&peer)
+		}
+	}
+	// Direction A->B reads from the socket facing A and sends from the one
+	// facing B to B, and the other way round.
+	for d, f := range []Faults{cfg.AtoB, cfg.BtoA} {
+		d := Direction(d)
+		out, to := r.conns[1-d], &r.peers[1-d]
+		r.pipes[d] = newPipe(cfg.Seed, d, f, func(b []byte) error {
+			peer := to.Load()
+			if peer == nil {
+				return errNoPeer
+			}
+			_, err := out.WriteToUDPAddrPort(b, *peer)
+			return err
+		})
+	}
+	for d := range r.pipes {
+		r.wg.Add(1)
+		go r.serve(Direction(d))
+	}
+	life := cfg.MaxDuration
+	if life == 0 {
+		life = DefaultMaxDuration
+	}
+	r.mu.Lock()
+	r.timer = time.AfterFunc(life, func() { r.Close() })
+	r.mu.Unlock()
+	return r, nil
+}
+
+func listen(conn *net.UDPConn, addr string) (*net.UDPConn, error) {
+	if conn != nil {
+		return conn, nil
+	}
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return net.ListenUDP("udp", ua)
+}
+
+func closeConns(cs ...*net.UDPConn) {
+	for _, c := range cs {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+// serve runs direction d until the relay closes.
+func (r *Relay) serve(d Direction) {
+	defer r.wg.Done()
+	in, p, from := r.conns[d], r.pipes[d], &r.peers[d]
+	learn := from.Load() == nil
+	buf := make([]byte, 1<<16)
+	loop(p, in.SetReadDeadline, func() error {
+		n, src, err := in.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		if learn {
+			if cur := from.Load(); cur == nil || *cur != src {
+				from.Store(&src)
+			}
+		}
+		if r.max > 0 && r.accepted.Add(1) > r.max {
+			p.c.received.Add(1)
+			p.c.discarded.Add(1)
+			return nil
+		}
+		p.ingest(now, buf[:n], 0, n, classFault)
+		p.flush(now)
+		return nil
+	})
+}
+
+// loop reads with read until the socket closes, flushing p whenever a
+// queued or held datagram falls due.
+func loop(p *pipe, setDeadline func(time.Time) error, read func() error) {
+	for {
+		setDeadline(p.deadline()) // zero: no deadline
+		err := read()
+		switch {
+		case err == nil:
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			p.flush(time.Now())
+		case errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrClosed):
+			return
+		default:
+			// A transient receive error (such as an ICMP error queued on
+			// the socket): count it, pause so a persistent one cannot spin.
+			p.c.errors.Add(1)
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// AddrA returns the address of the socket facing A: where A sends
+// datagrams meant for B.
+func (r *Relay) AddrA() netip.AddrPort { return r.conns[AtoB].LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// AddrB returns the address of the socket facing B: where B sends
+// datagrams meant for A.
+func (r *Relay) AddrB() netip.AddrPort { return r.conns[BtoA].LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// SetFaults replaces the faults of direction d from the next datagram on;
+// the MaxFaults budget starts afresh. The random stream continues.
+func (r *Relay) SetFaults(d Direction, f Faults) error {
+	if d != AtoB && d != BtoA {
+		return fmt.Errorf("faultrelay: set faults: unknown direction %d", d)
+	}
+	if err := f.validate(); err != nil {
+		return fmt.Errorf("faultrelay: set faults %s: %w", d, err)
+	}
+	r.pipes[d].setFaults(f)
+	return nil
+}
+
+// Stats returns a snapshot of both directions' counters.
+func (r *Relay) Stats() Stats {
+	return Stats{AtoB: r.pipes[AtoB].c.snapshot(), BtoA: r.pipes[BtoA].c.snapshot()}
+}
+
+// Done is closed when the relay has stopped, by Close or by MaxDuration.
+func (r *Relay) Done() <-chan struct{} { return r.done }
+
+// Close stops the relay, closes its sockets and waits for its goroutines.
+// Datagrams still delayed or held are dropped. It is safe to call more than
+// once.
+func (r *Relay) Close() error {
+	r.closeOnce.Do(func() {
+		r.mu.Lock()
+		if r.timer != nil {
+			r.timer.Stop()
+		}
+		r.mu.Unlock()
+		var errs []error
+		for _, c := range r.conns {
+			if err := c.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		r.wg.Wait()
+		close(r.done)
+		if err := errors.Join(errs...); err != nil {
+			r.closeErr = fmt.Errorf("faultrelay: close: %w", err)
+		}
+	})
+	return r.closeErr
+}
