@@ -164,7 +164,7 @@ func (j *infoJSON) capabilities(v devView) {
 	}
 	if !isUnknown("device_cap_flags", "DeviceCapFlags") {
 		c.DeviceCapFlags = append([]string{}, deviceCapFlagNames(a.DeviceCapFlags)...)
-		row("device_cap_flags", orNone(strings.Join(c.DeviceCapFlags, ", ")), srcQueryDevice)
+		row("device_cap_flags", fmt.Sprintf("0x%08x (%d flags, named by info -v)", uint32(a.DeviceCapFlags), len(c.DeviceCapFlags)), srcQueryDevice)
 	}
 	if !isUnknown("tso", "TSO") {
 		t := &tsoJSON{Supported: a.TSO.MaxTSO > 0, MaxTSO: a.TSO.MaxTSO, QPTypes: qpTypeNames(a.TSO.SupportedQP)}

@@ -87,6 +87,9 @@ func writeFields(w io.Writer, fields []field, indent, col int, verbose bool) {
 		lead := strings.Repeat("\t", in)
 		if f.header {
 			fmt.Fprintf(w, "%s%s:\n", lead, f.label)
+			for _, s := range f.sub {
+				fmt.Fprintf(w, "\t\t\t\t\t%s\n", s)
+			}
 			continue
 		}
 		val := f.why

@@ -264,8 +264,7 @@ func (v devView) verboseDeviceFields(kernelWhy string) []field {
 	} else {
 		add(field{label: "max_tso", value: ptr(strconv.FormatUint(uint64(a.TSO.MaxTSO), 10)), indent: 2})
 		if a.TSO.MaxTSO > 0 {
-			add(field{label: "supported_qp", header: true, indent: 2})
-			add(field{label: "qp_types", value: ptr(qpTypesText(a.TSO.SupportedQP)), indent: 3})
+			add(field{label: "supported_qp", header: true, indent: 2, sub: supportNames(a.TSO.SupportedQP)})
 		}
 	}
 	notCarried("max_rwq_indirection_tables", "max_rwq_indirection_table_size", "rx_hash_function",
@@ -278,7 +277,7 @@ func (v devView) verboseDeviceFields(kernelWhy string) []field {
 		add(field{label: "qp_rate_limit_min", value: ptr(fmt.Sprintf("%dkbps", a.PacketPacing.RateLimitMinKbps)), indent: 2})
 		add(field{label: "qp_rate_limit_max", value: ptr(fmt.Sprintf("%dkbps", a.PacketPacing.RateLimitMaxKbps)), indent: 2})
 		if a.PacketPacing.RateLimitMaxKbps > 0 {
-			add(field{label: "supported_qp", value: ptr(qpTypesText(a.PacketPacing.SupportedQP)), indent: 2})
+			add(field{label: "supported_qp", header: true, indent: 2, sub: supportNames(a.PacketPacing.SupportedQP)})
 		}
 	}
 	if !unknownField("MaxDMSize") && a.MaxDMSize > 0 {
@@ -312,6 +311,16 @@ func qpTypesText(ts []verbsio.QPType) string {
 		s[i] = t.String()
 	}
 	return strings.Join(s, ", ")
+}
+
+// supportNames lists QP types as devinfo's supported_qp lines do:
+// "SUPPORT_UD", "SUPPORT_RAW_PACKET".
+func supportNames(ts []verbsio.QPType) []string {
+	s := make([]string, 0, len(ts))
+	for _, t := range ts {
+		s = append(s, "SUPPORT_"+t.String())
+	}
+	return s
 }
 
 func qpTypeNames(ts []verbsio.QPType) []string {
