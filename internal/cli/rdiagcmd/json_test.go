@@ -22,10 +22,10 @@ var (
 	capabilitiesFields = []string{"atomic_cap", "device_cap_flags", "interfaces", "max_cq", "max_cqe", "max_dm_size",
 		"max_inline_data", "max_mr", "max_mr_size", "max_msg_size", "max_pd", "max_qp", "max_qp_wr", "max_sge",
 		"max_sge_rd", "max_srq", "mtu", "packet_pacing", "raw_packet_caps", "send_paths", "tso"}
-	mtuFields    = []string{"active", "active_source", "max", "max_source", "port"}
-	tsoFields    = []string{"max_tso", "qp_types", "supported"}
-	pacingFields = []string{"max_kbps", "min_kbps", "qp_types", "supported"}
-	portJSONFields  = []string{"active_mtu", "active_mtu_source", "device", "lid", "link_layer", "max_mtu", "max_mtu_source",
+	mtuFields      = []string{"active", "active_source", "max", "max_source", "port"}
+	tsoFields      = []string{"max_tso", "qp_types", "supported"}
+	pacingFields   = []string{"max_kbps", "min_kbps", "qp_types", "supported"}
+	portJSONFields = []string{"active_mtu", "active_mtu_source", "device", "lid", "link_layer", "max_mtu", "max_mtu_source",
 		"netdev", "netdev_mtu", "phys_state", "phys_state_code", "port", "provider", "rate_gbps", "sm_lid", "speed",
 		"state", "state_code", "width"}
 	gidFields     = []string{"device", "gid", "index", "netdev", "perftest_pick", "port", "raw", "type"}
