@@ -388,11 +388,14 @@ why instead of printing zero. Without DEV, every device is shown.`,
 
 func (o *options) runInfo(w io.Writer, inv *inventory, devs []device, verbose, single bool) error {
 	var out []infoJSON
-	for _, d := range devs {
+	for i, d := range devs {
 		v := o.view(inv, d)
 		di := v.devinfo()
 		j := v.infoJSON(di)
 		if !o.json {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
 			di.write(w, verbose)
 			if err := writeCapabilities(w, j); err != nil {
 				return err
@@ -400,7 +403,6 @@ func (o *options) runInfo(w io.Writer, inv *inventory, devs []device, verbose, s
 			for _, n := range j.Notes {
 				fmt.Fprintf(w, "note: %s\n", n)
 			}
-			fmt.Fprintln(w)
 		}
 		out = append(out, j)
 	}
