@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"hash/crc32"
+	"net/netip"
 	"os"
 	"runtime"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/soft/internal/udp"
 	"github.com/rperf/rperf/verbsio/verbstest"
 	"golang.org/x/sys/unix"
 )
@@ -27,10 +29,15 @@ type childSide struct {
 	shared *verbsio.MR
 	plain  *verbsio.MR
 	gid    verbsio.GID
+	lid    uint16
 }
 
 func newChildSide(size int) (*childSide, error) {
-	ctx, err := verbsio.Open("shm0")
+	dev := os.Getenv("RPERF_SOFT_DEVICE")
+	if dev == "" {
+		dev = "shm0"
+	}
+	ctx, err := verbsio.OpenWith(dev, verbsio.OpenOptions{UDPPort: -1})
 	if err != nil {
 		return nil, err
 	}
@@ -55,13 +62,27 @@ func newChildSide(size int) (*childSide, error) {
 	if s.plain, err = s.pd.RegMR(make([]byte, size), verbsio.AccessLocalWrite|verbsio.AccessRemoteWrite|verbsio.AccessRemoteRead); err != nil {
 		return nil, err
 	}
-	g, err := ctx.QueryGID(1, 0)
-	s.gid = g.GID
-	return s, err
+	pa, err := ctx.QueryPort(1)
+	if err != nil {
+		return nil, err
+	}
+	s.lid = pa.LID
+	tbl, err := ctx.QueryGIDTable(1)
+	if err != nil {
+		return nil, err
+	}
+	s.gid = tbl[0].GID
+	for _, g := range tbl {
+		if g.GID.IsIPv4Mapped() {
+			s.gid = g.GID
+			break
+		}
+	}
+	return s, nil
 }
 
 func (s *childSide) endpoint(mr *verbsio.MR) verbsio.Endpoint {
-	return verbsio.Endpoint{QPN: s.qp.QPN(), GID: s.gid, RKey: mr.RKey(), VAddr: mr.Addr()}
+	return verbsio.Endpoint{LID: s.lid, QPN: s.qp.QPN(), GID: s.gid, RKey: mr.RKey(), VAddr: mr.Addr(), PSN: 0x777}
 }
 
 // runChild runs a child role; its exit status is the process's.
@@ -77,6 +98,9 @@ func runChild(role string) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2
+	}
+	if role == "udpsink" {
+		return udpSink(line)
 	}
 	size := 1 << 20
 	if v := os.Getenv("RPERF_SOFT_SIZE"); v != "" {
@@ -98,7 +122,13 @@ func runChild(role string) int {
 	}
 	fmt.Println("ready")
 	switch role {
+	case "udpsink":
+		// Handled before the context exists (see runChild).
 	case "target":
+		// A passive target; on a fabric that needs it, the engine runs in
+		// the background, as a NIC would.
+		stop := s.ctx.StartProgress()
+		defer stop()
 		// Passive: the parent reads and writes our memory; we only wait.
 		line()
 		fmt.Printf("%08x %08x\n", crc32.ChecksumIEEE(s.shared.Buf()), crc32.ChecksumIEEE(s.plain.Buf()))
@@ -118,6 +148,26 @@ func runChild(role string) int {
 				s.qp.PostRecv([]verbsio.RecvWR{{ID: wc.ID, SGL: []verbsio.SGE{s.shared.SGE(int(wc.ID)*64%size, 64)}}})
 			}
 		}
+	case "sendpong":
+		// perftest's send_lat responder over the engine, interleaved round
+		// by round with a raw UDP echo on a plain socket (the reference).
+		raw, err := udp.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Printf("raw %d\n", raw.LocalAddr().Port())
+		var rounds, m, msg int
+		fmt.Sscanf(line(), "%d %d %d", &rounds, &m, &msg)
+		for r := 0; r < rounds; r++ {
+			if err := rawPong(raw, m); err != nil {
+				return fail(err)
+			}
+			if err := sendPong(s, m, msg, r == 0); err != nil {
+				return fail(err)
+			}
+		}
+		fmt.Println("done")
+		line()
 	case "pingpong":
 		// perftest's write_lat responder, interleaved round by round with a
 		// bare shared-memory counter ping-pong over fd 3 (the reference).
@@ -207,6 +257,116 @@ func writePong(s *childSide, remote verbsio.Endpoint, base, m, size int) error {
 			if _, err := s.cq.Poll(wcs); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// udpSink counts the bytes of datagrams it receives and, when told to
+// stop, reports them with the time from the first datagram to the last.
+func udpSink(line func() string) int {
+	c, err := udp.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	fmt.Printf("%d\n", c.LocalAddr().Port())
+	stop := make(chan struct{})
+	go func() { line(); close(stop) }()
+	var bytes, dgrams int64
+	var first, last time.Time
+	for {
+		in, _ := c.Recv()
+		if len(in) == 0 {
+			select {
+			case <-stop:
+				fmt.Printf("%d %d %d\n", bytes, dgrams, last.Sub(first).Nanoseconds())
+				line := "" // wait for exit
+				_ = line
+				return 0
+			default:
+			}
+			c.Wait(time.Millisecond)
+			continue
+		}
+		if first.IsZero() {
+			first = time.Now()
+		}
+		for _, d := range in {
+			bytes += int64(d.N)
+			dgrams++
+		}
+		last = time.Now()
+	}
+}
+
+// rawPong echoes m datagrams on a busy-polled nonblocking socket.
+func rawPong(c *udp.Conn, m int) error {
+	deadline := time.Now().Add(time.Minute)
+	for got := 0; got < m; {
+		in, err := c.Recv()
+		if err != nil {
+			return err
+		}
+		for _, d := range in {
+			o := c.Queue()
+			o.Buf, o.To = d.Buf[:d.N], d.From
+			got++
+		}
+		c.Flush()
+		if len(in) == 0 && time.Now().After(deadline) {
+			return fmt.Errorf("raw ping-pong stalled")
+		}
+	}
+	return nil
+}
+
+// sendPong answers m SENDs with a SEND of msg bytes each, busy polling.
+func sendPong(s *childSide, m, msg int, first bool) error {
+	recv := []verbsio.RecvWR{{SGL: []verbsio.SGE{s.shared.SGE(0, max(msg, 64))}}}
+	if first {
+		for i := 0; i < 256; i++ {
+			if _, err := s.qp.PostRecv(recv); err != nil {
+				return err
+			}
+		}
+	}
+	wr := []verbsio.SendWR{{Opcode: verbsio.OpSend, SGL: []verbsio.SGE{s.shared.SGE(4096, msg)}}}
+	if msg <= 64 {
+		wr[0].Flags |= verbsio.SendInline
+	}
+	wcs := make([]verbsio.WC, 16)
+	deadline := time.Now().Add(time.Minute)
+	for got := 0; got < m; {
+		n, err := s.cq.Poll(wcs)
+		if err != nil {
+			return err
+		}
+		for _, wc := range wcs[:n] {
+			if wc.Status != verbsio.StatusSuccess {
+				return fmt.Errorf("completion %s", wc.Status)
+			}
+			if !wc.Opcode.IsRecv() {
+				continue
+			}
+			got++
+			if _, err := s.qp.PostRecv(recv); err != nil {
+				return err
+			}
+			wr[0].Flags &^= verbsio.SendSignaled
+			if got%64 == 0 {
+				wr[0].Flags |= verbsio.SendSignaled
+			}
+			if _, err := s.qp.PostSend(wr); err != nil {
+				return err
+			}
+		}
+		if n == 0 && time.Now().After(deadline) {
+			return fmt.Errorf("send ping-pong stalled at %d", got)
+		}
+		if os.Getenv("RPERF_DEBUG") != "" && time.Since(deadline.Add(-time.Minute)) > 300*time.Millisecond {
+			fmt.Fprintf(os.Stderr, "child counters: %v\n", s.ctx.Impl().(interface{ Counters() map[string]uint64 }).Counters())
+			deadline = deadline.Add(time.Hour)
 		}
 	}
 	return nil

@@ -87,13 +87,13 @@ func (c *child) recv(tb testing.TB) string {
 }
 
 func formatEndpoint(e verbsio.Endpoint) string {
-	return fmt.Sprintf("%d %s %d %d", e.QPN, e.GID, e.RKey, e.VAddr)
+	return fmt.Sprintf("%d %s %d %d %d %d", e.QPN, e.GID, e.RKey, e.VAddr, e.LID, e.PSN)
 }
 
 func parseEndpoint(s string) (verbsio.Endpoint, error) {
 	var e verbsio.Endpoint
 	var g string
-	if _, err := fmt.Sscanf(s, "%d %s %d %d", &e.QPN, &g, &e.RKey, &e.VAddr); err != nil {
+	if _, err := fmt.Sscanf(s, "%d %s %d %d %d %d", &e.QPN, &g, &e.RKey, &e.VAddr, &e.LID, &e.PSN); err != nil {
 		return e, fmt.Errorf("parse endpoint %q: %w", s, err)
 	}
 	gid, err := verbsio.ParseGID(g)

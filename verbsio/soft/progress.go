@@ -66,6 +66,7 @@ func (c *Context) serve() {
 	for {
 		c.bg.mu.Lock()
 		c.udpProgress()
+		f.flush()
 		wait := 20 * time.Millisecond
 		if d := f.nextDeadline(); d >= 0 && d < wait {
 			wait = max(d, 10*time.Microsecond)

@@ -293,11 +293,18 @@ func (f *udpFabric) flush() {
 	f.off = 0
 }
 
-// progress is the engine's receive side and timer wheel: it reads what
-// has arrived, acts on it, sends the acknowledgements and responses it
-// owes, retransmits what timed out, and flushes.
+// progress is the engine's receive side and timer wheel: it sends what the
+// previous call left queued, reads what has arrived, acts on it, queues the
+// acknowledgements and responses it owes and retransmits what timed out.
+//
+// What it queues goes out with the next doorbell (a PostSend flushes it in
+// the same sendmmsg as its own packets) or at the next progress call;
+// callers that are about to sleep call flushOut first. A busy-polling
+// ping-pong thus sends its acknowledgement and its next SEND in one system
+// call.
 func (c *Context) udpProgress() {
 	f := c.udp
+	f.flush()
 	for _, conn := range f.conns {
 		if conn == nil {
 			continue
@@ -321,7 +328,6 @@ func (c *Context) udpProgress() {
 		}
 		f.prune()
 	}
-	f.flush()
 }
 
 // udpInput handles one datagram.
@@ -469,6 +475,33 @@ func (q *cq) udpWait(deadline int64) error {
 		if next >= 0 && next < sleep {
 			sleep = max(next, time.Microsecond)
 		}
+		c.lock()
+		f.flush()
+		c.unlock()
 		f.waitInput(sleep)
 	}
+}
+
+// Counters returns the udp fabric's transport counters (nil on shm): what
+// rdiag shows, and what tests check.
+func (c *Context) Counters() map[string]uint64 {
+	f := c.udp
+	if f == nil {
+		return nil
+	}
+	k := &f.c
+	m := map[string]uint64{
+		"sent_pkts": k.sent.Load(), "rcvd_pkts": k.received.Load(), "retransmitted": k.retransmitted.Load(),
+		"duplicate_request": k.duplicates.Load(), "icrc_errors": k.icrcErrors.Load(), "out_of_seq_request": k.outOfSeq.Load(),
+		"unknown_qp": k.unknownQP.Load(), "bad_pkey": k.badPKey.Load(), "malformed": k.malformed.Load(),
+		"wrong_peer": k.wrongPeer.Load(), "rnr_nak_sent": k.rnrNakSent.Load(), "rnr_nak_rcvd": k.rnrNakRecv.Load(),
+		"nak_sent": k.nakSent.Load(), "nak_rcvd": k.nakRecv.Load(), "timeouts": k.timeouts.Load(), "acks_sent": k.acksSent.Load(),
+	}
+	for _, conn := range f.conns {
+		if conn != nil {
+			m["socket_drops"] += conn.Dropped.Load()
+			m["socket_send_errors"] += conn.SendErrors.Load()
+		}
+	}
+	return m
 }

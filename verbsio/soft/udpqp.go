@@ -98,7 +98,11 @@ type udpQP struct {
 	retryLeft int
 	rnrLeft   int
 	rnrUntil  int64
-	deadline  int64 // retransmission timer; 0 when off
+	deadline  int64 // retransmission or probe timer; 0 when off
+	ackOut    bool  // a packet that asks for an answer (AckReq, READ, atomic) awaits it
+	reqAck    psn.PSN
+	sinceAck  int  // messages sent since the last AckReq
+	forceAck  bool // the next message asks for an acknowledgement
 	timeout   int64
 	active    bool
 

@@ -144,13 +144,76 @@ func (q *qp) udpTransmit() {
 			r.done = true
 		}
 	}
-	if q.typ == verbsio.QPTypeRC && q.sqExec != u.sendPos && u.deadline == 0 && u.timeout > 0 {
-		u.deadline = now() + u.timeout
-	}
 	if q.typ == verbsio.QPTypeRC && q.sqExec != u.sendPos {
+		if u.deadline == 0 {
+			q.arm()
+		}
 		f.activate(q)
 	}
 	q.completeDone()
+}
+
+// ackEvery is how many messages a requester sends without asking for an
+// acknowledgement, unless one is signaled (its completion is wanted now).
+// Acknowledgements are datagrams of their own; asking for one per message
+// doubles the packets of a stream of small sends.
+const ackEvery = 32
+
+// probeDelay is how long unacknowledged messages that asked for no
+// acknowledgement wait before the requester asks (it resends their last
+// packet with AckReq, a tail probe).
+const probeDelay = 200_000
+
+// wantAck decides whether the last packet of the WQE at pos asks for an
+// acknowledgement, and records it.
+func (q *qp) wantAck(pos uint32, p psn.PSN) bool {
+	u := q.u
+	if q.typ != verbsio.QPTypeRC {
+		return false
+	}
+	w := q.sq.WQE(pos)
+	signaled := q.sqSigAll || verbsio.SendFlags(w.Flags)&verbsio.SendSignaled != 0
+	nearFull := q.sqPI-q.sqDone >= uint32(q.cap.MaxSendWR)-uint32(q.cap.MaxSendWR)/4
+	if !(signaled || u.forceAck || u.sinceAck >= ackEvery || nearFull) {
+		u.sinceAck++
+		return false
+	}
+	q.expectAnswer(p)
+	u.sinceAck, u.forceAck = 0, false
+	return true
+}
+
+// expectAnswer records that packet p asks for an answer (an ACK, READ
+// responses or an atomic ACK): the retransmission timer now runs.
+func (q *qp) expectAnswer(p psn.PSN) {
+	u := q.u
+	if !u.ackOut {
+		u.ackOut = true
+		u.deadline = 0
+	}
+	u.reqAck = p
+}
+
+// arm sets the timer: the retransmission timeout while an answer is
+// awaited, the probe delay while only unacknowledged messages wait.
+func (q *qp) arm() {
+	u := q.u
+	if q.sqExec == u.sendPos {
+		u.deadline = 0
+		return
+	}
+	switch {
+	case u.ackOut && u.timeout > 0:
+		u.deadline = now() + u.timeout
+	case u.ackOut:
+		u.deadline = 0 // timeout 0: wait for ever
+	default:
+		d := int64(probeDelay)
+		if u.timeout > 0 && u.timeout < d {
+			d = u.timeout
+		}
+		u.deadline = now() + d
+	}
 }
 
 // unaPSN is the oldest PSN on the wire not acknowledged.
@@ -222,7 +285,7 @@ func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 		last := i == npkt-1
 		buf, hdr, id := q.packetBuf(&u.path, rop, n)
 		gatherAt(srcs, off, buf[hdr:hdr+n])
-		t := q.header(rop, u.sqPSN, last && q.typ == verbsio.QPTypeRC, q.destQPN)
+		t := q.header(rop, u.sqPSN, last && q.wantAck(pos, u.sqPSN), q.destQPN)
 		if rop.Layout().Has(roce.ExtRETH) {
 			t.RETH = roce.RETH{VA: w.RAddr, RKey: w.RKey, DMALen: uint32(total)}
 		}
@@ -253,6 +316,7 @@ func (q *qp) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	r.rdNext = u.sqPSN
 	u.sqPSN = u.sqPSN.Add(npackets(rest, u.mtu))
 	r.end = u.sqPSN
+	q.expectAnswer(u.sqPSN.Add(-1))
 	return verbsio.StatusSuccess
 }
 
@@ -278,6 +342,7 @@ func (q *qp) sendAtomic(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	}
 	q.emit(&u.path, buf, hdr, 0, id)
 	r.total = 8
+	q.expectAnswer(u.sqPSN)
 	u.sqPSN = u.sqPSN.Next()
 	r.end = u.sqPSN
 	return verbsio.StatusSuccess
@@ -343,9 +408,23 @@ func (q *qp) completeDone() {
 		r.started = false
 		q.sqExec++
 	}
-	if q.sqExec == u.sendPos {
+	if u.ackOut && psn.Diff(u.reqAck, q.unaPSN()) > 0 {
+		u.ackOut = false // answered
 		u.deadline = 0
 	}
+	if q.sqExec == u.sendPos {
+		u.deadline = 0
+	} else if u.deadline == 0 {
+		q.arm()
+	}
+}
+
+// lastSentPSN is the PSN of the last packet on the wire.
+func (q *qp) lastSentPSN() (psn.PSN, bool) {
+	if q.sqExec == q.u.sendPos {
+		return 0, false
+	}
+	return q.u.sqPSN.Add(-1), true
 }
 
 // wqeAt finds the WQE on the wire whose PSN range holds p.
@@ -398,9 +477,7 @@ func (q *qp) madeProgress() {
 	u := q.u
 	u.retryLeft = int(q.attr.RetryCnt)
 	u.rnrLeft = int(q.attr.RNRRetry)
-	if u.timeout > 0 {
-		u.deadline = now() + u.timeout
-	}
+	u.deadline = 0 // re-armed when the completions are retired
 }
 
 // goBack rewinds transmission to PSN p (go-back-N).
@@ -573,6 +650,17 @@ func (q *qp) udpTick(t int64) {
 		q.sendReadResponses()
 	}
 	if u.deadline != 0 && t >= u.deadline {
+		u.deadline = 0
+		if !u.ackOut {
+			// Tail probe: resend the last packet sent, asking for an
+			// acknowledgement. It costs no retry.
+			if last, ok := q.lastSentPSN(); ok {
+				u.forceAck = true
+				q.goBack(last)
+				q.udpTransmit()
+			}
+			return
+		}
 		u.f.c.timeouts.Add(1)
 		if u.retryLeft == 0 {
 			q.failAt(q.unaPSN(), verbsio.StatusRetryExcErr)
@@ -580,8 +668,8 @@ func (q *qp) udpTick(t int64) {
 			return
 		}
 		u.retryLeft--
+		u.forceAck = true
 		q.goBack(q.unaPSN())
-		u.deadline = t + u.timeout
 		q.udpTransmit()
 	}
 }

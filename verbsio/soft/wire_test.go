@@ -105,7 +105,7 @@ func TestWireICRC(t *testing.T) {
 	ports := map[uint16]bool{p.A.LID: true, p.B.LID: true}
 	remote := verbsio.RemoteAddr{Addr: p.B.MR.Addr(), RKey: p.B.MR.RKey()}
 	wrs := []verbsio.SendWR{
-		{ID: 1, Opcode: verbsio.OpRDMAWrite, SGL: []verbsio.SGE{p.A.MR.SGE(0, 10000)}, Remote: remote},
+		{ID: 1, Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{p.A.MR.SGE(0, 10000)}, Remote: remote},
 		{ID: 2, Opcode: verbsio.OpRDMAWriteImm, Imm: 7, SGL: []verbsio.SGE{p.A.MR.SGE(0, 5000)}, Remote: remote},
 		{ID: 3, Opcode: verbsio.OpSend, SGL: []verbsio.SGE{p.A.MR.SGE(0, 9000)}},
 		{ID: 4, Opcode: verbsio.OpRDMARead, SGL: []verbsio.SGE{p.A.MR.SGE(20000, 9000)}, Remote: remote},
@@ -118,8 +118,10 @@ func TestWireICRC(t *testing.T) {
 	if _, err := p.A.QP.PostSend(wrs); err != nil {
 		t.Fatal(err)
 	}
-	if wc := verbstest.PollOne(t, p.A.CQ); wc.Status != verbsio.StatusSuccess || wc.ID != 6 {
-		t.Fatalf("completion %+v", wc)
+	for _, id := range []uint64{1, 6} {
+		if wc := verbstest.PollOne(t, p.A.CQ); wc.Status != verbsio.StatusSuccess || wc.ID != id {
+			t.Fatalf("completion %+v", wc)
+		}
 	}
 	time.Sleep(50 * time.Millisecond)
 	seen := map[roce.Opcode]int{}
