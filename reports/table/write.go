@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/rperf/rperf/internal/clock"
 	"github.com/rperf/rperf/reports"
 )
 
@@ -91,15 +92,25 @@ func writeGroup(w io.Writer, g *resultGroup, doc *reports.Document, opts Options
 	if err := WriteResultLine(w); err != nil {
 		return err
 	}
+	if err := WriteBandwidthNotes(w, g.results, doc.Env.Clock); err != nil {
+		return err
+	}
+	return WriteResultLine(w)
+}
+
+// WriteBandwidthNotes writes the notes on bandwidth results (unmeasured
+// peaks, lost messages) and the clock line that close perftest's block when
+// the rows were written one by one with [WriteBandwidthRow].
+func WriteBandwidthNotes(w io.Writer, results []reports.Result, clk clock.Info) error {
 	ew := &errWriter{w: w}
-	for _, r := range g.results {
+	for _, r := range results {
+		if r.Bandwidth == nil {
+			continue
+		}
 		for _, n := range bandwidthNotes(r) {
 			ew.printf(" note: %d B: %s\n", r.Bytes, n)
 		}
 	}
-	writeClock(ew, doc.Env.Clock)
-	if ew.err != nil {
-		return ew.err
-	}
-	return WriteResultLine(w)
+	writeClock(ew, clk)
+	return ew.err
 }

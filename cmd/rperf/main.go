@@ -1,0 +1,15 @@
+// Command rperf runs perftest's RDMA latency and bandwidth tests with
+// true statistics and versioned JSON output. See rperf --help and the
+// README.
+package main
+
+import (
+	"os"
+
+	"github.com/rperf/rperf/internal/cli"
+	"github.com/rperf/rperf/internal/rperfcmd"
+)
+
+func main() {
+	os.Exit(cli.Main(rperfcmd.New(), os.Args[1:], os.Stderr))
+}
