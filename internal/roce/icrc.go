@@ -302,3 +302,50 @@ func UDPSourcePort(flowLabel, lqpn, rqpn uint32) uint16 {
 	low := fl&0x3fff ^ (fl&0xfc000)>>14
 	return uint16(low | 0xc000)
 }
+
+// ICRCBegin starts the ICRC of a packet of pktLen bytes (BTH through the
+// ICRC field) sent on the path with IPv4 identification id, whose BTH and
+// extension headers are hdr. Continue with ICRCUpdate over the payload
+// pieces and the pad, in order; the result is the ICRC. It serves senders
+// that gather the payload from several buffers.
+func (p *IPv4Path) ICRCBegin(id uint16, pktLen int, hdr []byte) uint32 {
+	var h [v4Pseudo]byte
+	h[0] = 0x45
+	binary.BigEndian.PutUint16(h[2:], uint16(IPv4Len+UDPLen+pktLen))
+	binary.BigEndian.PutUint16(h[4:], id)
+	if p.DontFragment {
+		h[6] = IPv4DontFragment << 5
+	}
+	h[9] = ProtoUDP
+	copy(h[12:16], p.Src[:])
+	copy(h[16:20], p.Dst[:])
+	binary.BigEndian.PutUint16(h[20:], p.SrcPort)
+	binary.BigEndian.PutUint16(h[22:], p.DstPort)
+	binary.BigEndian.PutUint16(h[24:], uint16(UDPLen+pktLen))
+	maskIPv4UDP(h[:])
+	copy(h[IPv4Len+UDPLen:], hdr[:BTHLen])
+	h[IPv4Len+UDPLen+4] = 0xff
+	crc := updateSmall(icrcSeed, h[:])
+	return crc32.Update(crc, crc32.IEEETable, hdr[BTHLen:])
+}
+
+// ICRCBegin is IPv4Path.ICRCBegin for IPv6.
+func (p *IPv6Path) ICRCBegin(pktLen int, hdr []byte) uint32 {
+	var h [v6Pseudo]byte
+	h[0] = 0x60
+	binary.BigEndian.PutUint16(h[4:], uint16(UDPLen+pktLen))
+	h[6] = ProtoUDP
+	copy(h[8:24], p.Src[:])
+	copy(h[24:40], p.Dst[:])
+	binary.BigEndian.PutUint16(h[40:], p.SrcPort)
+	binary.BigEndian.PutUint16(h[42:], p.DstPort)
+	binary.BigEndian.PutUint16(h[44:], uint16(UDPLen+pktLen))
+	maskIPv6UDP(h[:])
+	copy(h[IPv6Len+UDPLen:], hdr[:BTHLen])
+	h[IPv6Len+UDPLen+4] = 0xff
+	crc := updateSmall(icrcSeed, h[:])
+	return crc32.Update(crc, crc32.IEEETable, hdr[BTHLen:])
+}
+
+// ICRCUpdate continues an ICRC started by ICRCBegin over b.
+func ICRCUpdate(crc uint32, b []byte) uint32 { return crc32.Update(crc, crc32.IEEETable, b) }

@@ -63,3 +63,35 @@ func BenchmarkSolveID(b *testing.B) {
 		path.SolveID(pkt)
 	}
 }
+
+func TestICRCBeginMatchesICRC(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	p4 := IPv4Path{Src: [4]byte{10, 0, 0, 1}, Dst: [4]byte{10, 0, 0, 2}, SrcPort: 4791, DstPort: 4791, DontFragment: true}
+	p6 := IPv6Path{Src: [16]byte{0xfd, 1}, Dst: [16]byte{0xfd, 2}, SrcPort: 4791, DstPort: 4791}
+	for _, op := range []Opcode{RCSendOnly, RCWriteFirst, RCWriteOnlyImm, UDSendOnlyImm} {
+		for _, n := range []int{0, 1, 3, 100, 4096} {
+			var pk Packet
+			pk.BTH = BTH{Opcode: op, PKey: DefaultPKey, DestQP: 0x123, PSN: 77}
+			pk.RETH = RETH{VA: 0x1000, RKey: 9, DMALen: uint32(n)}
+			pk.Payload = make([]byte, n)
+			for i := range pk.Payload {
+				pk.Payload[i] = byte(rng.Uint32())
+			}
+			buf := make([]byte, pk.Len())
+			if _, err := pk.Encode(buf); err != nil {
+				t.Fatal(err)
+			}
+			hl := op.Layout().HeaderLen
+			id := uint16(rng.Uint32())
+			want4, _ := p4.ICRC(id, buf)
+			want6, _ := p6.ICRC(buf)
+			// Payload split in two pieces, then the pad.
+			pad := buf[hl+n : len(buf)-ICRCLen]
+			got4 := ICRCUpdate(ICRCUpdate(ICRCUpdate(p4.ICRCBegin(id, len(buf), buf[:hl]), pk.Payload[:n/2]), pk.Payload[n/2:]), pad)
+			got6 := ICRCUpdate(ICRCUpdate(p6.ICRCBegin(len(buf), buf[:hl]), pk.Payload), pad)
+			if got4 != want4 || got6 != want6 {
+				t.Errorf("%s len %d: streamed ICRC %08x/%08x, whole %08x/%08x", op, n, got4, got6, want4, want6)
+			}
+		}
+	}
+}

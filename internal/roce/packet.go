@@ -162,8 +162,32 @@ func (p *Packet) Encode(b []byte) (int, error) {
 	if len(b) < n {
 		return 0, errEncBuf
 	}
+	off, err := p.EncodeHeaders(b, len(p.Payload))
+	if err != nil {
+		return 0, err
+	}
+	off += copy(b[off:], p.Payload)
+	clear(b[off : off+pad])
+	off += pad
+	binary.LittleEndian.PutUint32(b[off:], p.ICRC)
+	return off + ICRCLen, nil
+}
+
+// EncodeHeaders writes the BTH (with PadCnt for a payload of payloadLen
+// bytes) and the extension headers of p's opcode into b, and returns their
+// length. It lets a sender put the payload and the ICRC in buffers of their
+// own (a gather list) instead of copying the payload behind the headers.
+func (p *Packet) EncodeHeaders(b []byte, payloadLen int) (int, error) {
+	info := &opTable[p.BTH.Opcode]
+	if !info.valid {
+		return 0, errEncOpcode
+	}
+	l := &info.layout
+	if len(b) < l.HeaderLen {
+		return 0, errEncBuf
+	}
 	bth := p.BTH
-	bth.PadCnt = uint8(pad)
+	bth.PadCnt = uint8(PadLen(payloadLen))
 	if err := bth.Marshal(b); err != nil {
 		return 0, err
 	}
@@ -196,9 +220,5 @@ func (p *Packet) Encode(b []byte) (int, error) {
 		}
 		off += l.Ext[i].Len()
 	}
-	off += copy(b[off:], p.Payload)
-	clear(b[off : off+pad])
-	off += pad
-	binary.LittleEndian.PutUint32(b[off:], p.ICRC)
-	return off + ICRCLen, nil
+	return off, nil
 }

@@ -262,8 +262,9 @@ func writePong(s *childSide, remote verbsio.Endpoint, base, m, size int) error {
 	return nil
 }
 
-// udpSink counts the bytes of datagrams it receives and, when told to
-// stop, reports them with the time from the first datagram to the last.
+// udpSink counts the bytes of datagrams it receives. On "reset" it starts
+// over (answering "ok"); on "report" it prints the bytes, the datagrams and
+// the time from the first to the last; on "exit" it ends.
 func udpSink(line func() string) int {
 	c, err := udp.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
 	if err != nil {
@@ -271,19 +272,28 @@ func udpSink(line func() string) int {
 		return 2
 	}
 	fmt.Printf("%d\n", c.LocalAddr().Port())
-	stop := make(chan struct{})
-	go func() { line(); close(stop) }()
+	cmds := make(chan string)
+	go func() {
+		for {
+			cmds <- line()
+		}
+	}()
 	var bytes, dgrams int64
 	var first, last time.Time
 	for {
 		in, _ := c.Recv()
 		if len(in) == 0 {
 			select {
-			case <-stop:
-				fmt.Printf("%d %d %d\n", bytes, dgrams, last.Sub(first).Nanoseconds())
-				line := "" // wait for exit
-				_ = line
-				return 0
+			case cmd := <-cmds:
+				switch cmd {
+				case "reset":
+					bytes, dgrams, first, last = 0, 0, time.Time{}, time.Time{}
+					fmt.Println("ok")
+				case "report":
+					fmt.Printf("%d %d %d\n", bytes, dgrams, last.Sub(first).Nanoseconds())
+				default:
+					return 0
+				}
 			default:
 			}
 			c.Wait(time.Millisecond)

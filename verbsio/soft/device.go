@@ -65,9 +65,9 @@ func shmDeviceAttr() verbsio.DeviceAttr {
 
 // Device capability bits (IBV_DEVICE_*) the engine sets.
 const (
-	devCapPortActiveEvent = 1 << 9
-	devCapSysImageGUID    = 1 << 10
-	devCapRCRNRNAKGen     = 1 << 11
+	devCapPortActiveEvent = 1 << 10
+	devCapSysImageGUID    = 1 << 11
+	devCapRCRNRNAKGen     = 1 << 12
 	devCapSRQResize       = 1 << 13
 )
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,16 @@ import (
 // RPERF_SOFT_CHILD set, TestMain runs that child role instead of the tests.
 func TestMain(m *testing.M) {
 	if role := os.Getenv("RPERF_SOFT_CHILD"); role != "" {
+		if path := os.Getenv("RPERF_CHILD_CPUPROFILE"); path != "" {
+			f, err := os.Create(path + "." + role)
+			if err == nil {
+				pprof.StartCPUProfile(f)
+				code := runChild(role)
+				pprof.StopCPUProfile()
+				f.Close()
+				os.Exit(code)
+			}
+		}
 		os.Exit(runChild(role))
 	}
 	os.Exit(m.Run())

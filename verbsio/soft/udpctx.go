@@ -50,6 +50,7 @@ type udpFabric struct {
 
 	arena []byte
 	off   int
+	iovs  [][]byte
 	grp   txGroup
 	rx    roce.Packet
 	tx    roce.Packet
@@ -115,7 +116,7 @@ func openUDP(name string, o verbsio.OpenOptions) (*Context, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &udpFabric{dev: dev, arena: make([]byte, 2<<20)}
+	f := &udpFabric{dev: dev, arena: make([]byte, 1<<20), iovs: make([][]byte, 0, 8*udp.MaxIov)}
 	for i, a := range dev.Addrs {
 		f.gids = append(f.gids, verbsio.GIDEntry{Index: i, GID: verbsio.GIDFromAddr(a), Type: verbsio.GIDTypeRoCEv2, Netdev: dev.Name})
 	}
@@ -211,16 +212,19 @@ func (f *udpFabric) deviceAttr(base verbsio.DeviceAttr) verbsio.DeviceAttr {
 	return a
 }
 
-// txGroup is packets of one size to one destination laid out back to back
-// in the arena, sent as one UDP GSO datagram (or one plain datagram when
-// there is only one). The kernel numbers the IPv4 identification of GSO
-// segments 0, 1, 2, ... (seen on the wire), so packet i of a group carries
-// the ICRC computed with identification i; a lone packet has 0 either way.
+// txGroup is packets of one size to one destination sent as one UDP GSO
+// datagram (or one plain datagram when there is only one). Packets are
+// gathered, not copied: each is its header and trailer (pad and ICRC) in
+// the arena and its payload where it lives, the sender's registered
+// memory. The kernel numbers the IPv4 identification of GSO segments 0, 1,
+// 2, ... (seen on the wire), so packet i of a group carries the ICRC
+// computed with identification i; a lone packet has 0 either way.
 type txGroup struct {
-	path       *udpPath
-	start, end int
-	seg, n     int
-	short      bool // the last packet is shorter: the group is complete
+	path   *udpPath
+	iov0   int // first of the group's pieces in f.iovs
+	bytes  int
+	seg, n int
+	short  bool // the last packet is shorter: the group is complete
 }
 
 // maxGSOSegs and maxGSOBytes bound one GSO send (UDP_MAX_SEGMENTS; the UDP
@@ -228,31 +232,48 @@ type txGroup struct {
 const (
 	maxGSOSegs  = 64
 	maxGSOBytes = 65000
+	// pktOverhead is the most arena bytes one packet needs: headers up to
+	// 64 bytes, pad 3 and ICRC 4.
+	pktOverhead = 72
 )
 
-// slot returns room for one packet of size bytes to path, and the packet's
-// index in its GSO group (its IPv4 identification).
-func (f *udpFabric) slot(path *udpPath, size int) ([]byte, int) {
+// begin starts a packet of size bytes made of at most pieces buffers to
+// path, closing the current group when the packet cannot join it, and
+// returns the packet's index in its group (its IPv4 identification).
+func (f *udpFabric) begin(path *udpPath, size, pieces, arena int) int {
 	g := &f.grp
 	if g.n > 0 && (path.conn != g.path.conn || path.to != g.path.to || size > g.seg || g.short ||
-		g.n == maxGSOSegs || g.end-g.start+size > maxGSOBytes || !f.gso) {
+		g.n == maxGSOSegs || g.bytes+size > maxGSOBytes || !f.gso || len(f.iovs)-g.iov0+pieces > udp.MaxIov) {
 		f.closeGroup()
 	}
-	if f.off+size > len(f.arena) {
+	if f.off+pktOverhead+arena > len(f.arena) || len(f.iovs)+pieces > cap(f.iovs) {
 		f.flush()
 	}
-	b := f.arena[f.off : f.off+size : f.off+size]
 	if g.n == 0 {
-		g.path, g.start, g.seg = path, f.off, size
+		g.path, g.iov0, g.seg = path, len(f.iovs), size
 	}
-	f.off += size
 	if size < g.seg {
 		g.short = true
 	}
-	g.end = f.off
+	g.bytes += size
 	id := g.n
 	g.n++
-	return b, id
+	return id
+}
+
+// alloc returns n bytes of the arena (headers and trailers; begin has
+// made room).
+func (f *udpFabric) alloc(n int) []byte {
+	b := f.arena[f.off : f.off+n : f.off+n]
+	f.off += n
+	return b
+}
+
+// piece adds a buffer to the packet being built.
+func (f *udpFabric) piece(b []byte) {
+	if len(b) > 0 {
+		f.iovs = append(f.iovs, b)
+	}
 }
 
 // closeGroup queues the current group.
@@ -265,20 +286,14 @@ func (f *udpFabric) closeGroup() {
 	if g.n > 1 {
 		gso = uint16(g.seg)
 	}
-	f.queue(g.path.conn, f.arena[g.start:g.end:g.end], g.path.to, gso)
-	f.c.sent.Add(uint64(g.n - 1))
-	*g = txGroup{}
-}
-
-// queue adds a datagram for conn, flushing first when the batch is full.
-func (f *udpFabric) queue(conn *udp.Conn, b []byte, to netip.AddrPort, gso uint16) {
-	o := conn.Queue()
+	o := g.path.conn.Queue()
 	if o == nil {
-		conn.Flush()
-		o = conn.Queue()
+		g.path.conn.Flush()
+		o = g.path.conn.Queue()
 	}
-	o.Buf, o.To, o.GSO = b, to, gso
-	f.c.sent.Add(1)
+	o.Iov, o.To, o.GSO = f.iovs[g.iov0:len(f.iovs):len(f.iovs)], g.path.to, gso
+	f.c.sent.Add(uint64(g.n))
+	*g = txGroup{}
 }
 
 // flush sends every queued datagram (one sendmmsg per socket) and frees
@@ -291,6 +306,8 @@ func (f *udpFabric) flush() {
 		}
 	}
 	f.off = 0
+	clear(f.iovs)
+	f.iovs = f.iovs[:0]
 }
 
 // progress is the engine's receive side and timer wheel: it sends what the

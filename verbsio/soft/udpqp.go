@@ -124,6 +124,7 @@ type udpQP struct {
 		off    int
 	}
 	rdq   [shmMaxRdAtomic]readJob
+	rdSrc [1][]byte
 	rdHd  int
 	rdN   int
 	atoms [16]atomEntry

@@ -231,40 +231,64 @@ func (q *qp) header(op roce.Opcode, p psn.PSN, ackReq bool, dest uint32) *roce.P
 	return t
 }
 
-// emit encodes the transmit packet (whose payload was written in place
-// into buf[hdr:hdr+n]) and seals it for its place id in its GSO group.
-func (q *qp) emit(path *udpPath, buf []byte, hdr, n, id int) {
-	t := &q.u.f.tx
-	t.Payload = buf[hdr : hdr+n]
-	t.Encode(buf)
-	path.seal(buf, id)
-}
-
-// packetBuf takes room for a packet of opcode op carrying n payload bytes
-// to path; it returns the buffer, the header length and the packet's
-// index in its GSO group.
-func (q *qp) packetBuf(path *udpPath, op roce.Opcode, n int) ([]byte, int, int) {
-	hdr := op.Layout().HeaderLen
-	buf, id := q.u.f.slot(path, hdr+n+roce.PadLen(n)+roce.ICRCLen)
-	return buf, hdr, id
-}
-
-// gatherAt copies the message bytes at offset off into dst from the WQE's
-// source buffers in q.src[:n].
-func gatherAt(srcs [][]byte, off uint64, dst []byte) {
+// sendPacket sends the packet whose headers are in f.tx, with the n
+// payload bytes at offset off of srcs. A requester's payload is gathered
+// in place (the verbs contract keeps a send buffer untouched until its
+// completion): the header and the trailer (pad and ICRC) go in the arena,
+// the payload stays where it is. A responder's payload (READ responses)
+// is memory later requests may change before the batch leaves, so it is
+// copied (snapshot). The ICRC is computed for the packet's place in its
+// GSO group.
+func (q *qp) sendPacket(path *udpPath, srcs [][]byte, off uint64, n int, snapshot bool) {
+	f := q.u.f
+	t := &f.tx
+	hl := t.BTH.Opcode.Layout().HeaderLen
+	pad := roce.PadLen(n)
+	size := hl + n + pad + roce.ICRCLen
+	copyBytes := 0
+	if snapshot {
+		copyBytes = n
+	}
+	id := f.begin(path, size, len(srcs)+2, copyBytes)
+	hdr := f.alloc(hl)
+	t.EncodeHeaders(hdr, n)
+	var crc uint32
+	if path.v4 {
+		crc = path.path4.ICRCBegin(uint16(id), size, hdr)
+	} else {
+		crc = path.path6.ICRCBegin(size, hdr)
+	}
+	f.piece(hdr)
 	for _, s := range srcs {
+		if n == 0 {
+			break
+		}
 		if off >= uint64(len(s)) {
 			off -= uint64(len(s))
 			continue
 		}
-		k := copy(dst, s[off:])
-		dst = dst[k:]
-		off = 0
-		if len(dst) == 0 {
-			return
+		k := min(uint64(len(s))-off, uint64(n))
+		p := s[off : off+k]
+		if snapshot {
+			c := f.alloc(int(k))
+			copy(c, p)
+			p = c
 		}
+		crc = roce.ICRCUpdate(crc, p)
+		f.piece(p)
+		n -= int(k)
+		off = 0
 	}
+	tr := f.alloc(pad + roce.ICRCLen)
+	clear(tr[:pad])
+	crc = roce.ICRCUpdate(crc, tr[:pad])
+	binary.LittleEndian.PutUint32(tr[pad:], crc)
+	f.piece(tr)
 }
+
+// sendControl sends the header-only packet in f.tx (ACK, READ request,
+// atomic request or ACK).
+func (q *qp) sendControl(path *udpPath) { q.sendPacket(path, nil, 0, 0, false) }
 
 // sendMessage transmits a SEND or RDMA WRITE from sendOff to its end.
 func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
@@ -283,8 +307,6 @@ func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 		n := int(min(uint64(u.mtu), total-min(total, off)))
 		rop := opcodeFor(q.typ, op, i, npkt)
 		last := i == npkt-1
-		buf, hdr, id := q.packetBuf(&u.path, rop, n)
-		gatherAt(srcs, off, buf[hdr:hdr+n])
 		t := q.header(rop, u.sqPSN, last && q.wantAck(pos, u.sqPSN), q.destQPN)
 		if rop.Layout().Has(roce.ExtRETH) {
 			t.RETH = roce.RETH{VA: w.RAddr, RKey: w.RKey, DMALen: uint32(total)}
@@ -292,7 +314,7 @@ func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 		if rop.Layout().Has(roce.ExtImmDt) {
 			t.ImmDt = roce.ImmDt{Data: w.Imm}
 		}
-		q.emit(&u.path, buf, hdr, n, id)
+		q.sendPacket(&u.path, srcs, off, n, false)
 		u.sqPSN = u.sqPSN.Next()
 	}
 	r.end = u.sqPSN
@@ -309,10 +331,9 @@ func (q *qp) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	r.total = total
 	off := uint64(r.first.Forward(u.sqPSN)) * uint64(u.mtu) // after a go-back, what arrived already
 	rest := total - min(total, off)
-	buf, hdr, id := q.packetBuf(&u.path, roce.RCReadRequest, 0)
 	t := q.header(roce.RCReadRequest, u.sqPSN, true, q.destQPN)
 	t.RETH = roce.RETH{VA: w.RAddr + off, RKey: w.RKey, DMALen: uint32(rest)}
-	q.emit(&u.path, buf, hdr, 0, id)
+	q.sendControl(&u.path)
 	r.rdNext = u.sqPSN
 	u.sqPSN = u.sqPSN.Add(npackets(rest, u.mtu))
 	r.end = u.sqPSN
@@ -334,13 +355,12 @@ func (q *qp) sendAtomic(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	if verbsio.Opcode(w.Opcode) == verbsio.OpAtomicCmpSwp {
 		op = roce.RCCompareSwap
 	}
-	buf, hdr, id := q.packetBuf(&u.path, op, 0)
 	t := q.header(op, u.sqPSN, true, q.destQPN)
 	t.AtomicETH = roce.AtomicETH{VA: w.RAddr, RKey: w.RKey, SwapAdd: w.CompareAdd, Compare: 0}
 	if op == roce.RCCompareSwap {
 		t.AtomicETH.SwapAdd, t.AtomicETH.Compare = w.Swap, w.CompareAdd
 	}
-	q.emit(&u.path, buf, hdr, 0, id)
+	q.sendControl(&u.path)
 	r.total = 8
 	q.expectAnswer(u.sqPSN)
 	u.sqPSN = u.sqPSN.Next()
@@ -367,8 +387,6 @@ func (q *qp) sendUD(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	}
 	op := opcodeFor(q.typ, verbsio.Opcode(w.Opcode), 0, 1)
 	n := int(total)
-	buf, hdr, id := q.packetBuf(a.ud, op, n)
-	gatherAt(q.src[:nsrc], 0, buf[hdr:hdr+n])
 	t := q.header(op, u.sqPSN, false, w.UDQPN)
 	qkey := w.UDQKey
 	if qkey&0x80000000 != 0 {
@@ -378,7 +396,7 @@ func (q *qp) sendUD(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	if op.Layout().Has(roce.ExtImmDt) {
 		t.ImmDt = roce.ImmDt{Data: w.Imm}
 	}
-	q.emit(a.ud, buf, hdr, n, id)
+	q.sendPacket(a.ud, q.src[:nsrc], 0, n, false)
 	u.sqPSN = u.sqPSN.Next()
 	r.total = total
 	return verbsio.StatusSuccess

@@ -208,20 +208,18 @@ func (q *qp) nak(code roce.NAKCode) {
 // sendAck sends an ACKNOWLEDGE with syndrome syn for PSN p.
 func (q *qp) sendAck(syn roce.Syndrome, p psn.PSN) {
 	u := q.u
-	buf, hdr, id := q.packetBuf(&u.path, roce.RCAck, 0)
 	t := q.header(roce.RCAck, p, false, q.destQPN)
 	t.AETH = roce.AETH{Syndrome: syn, MSN: u.msn & 0xffffff}
-	q.emit(&u.path, buf, hdr, 0, id)
+	q.sendControl(&u.path)
 	u.f.c.acksSent.Add(1)
 }
 
 func (q *qp) sendAtomicAck(p psn.PSN, orig uint64) {
 	u := q.u
-	buf, hdr, id := q.packetBuf(&u.path, roce.RCAtomicAck, 0)
 	t := q.header(roce.RCAtomicAck, p, false, q.destQPN)
 	t.AETH = roce.AETH{Syndrome: roce.ACKSyndrome(0x1f), MSN: u.msn & 0xffffff}
 	t.AtomicAckETH = roce.AtomicAckETH{OrigData: orig}
-	q.emit(&u.path, buf, hdr, 0, id)
+	q.sendControl(&u.path)
 }
 
 // claimRecv takes the next receive WQE (own RQ or SRQ) for a message.
@@ -392,13 +390,12 @@ func (q *qp) sendReadResponses() {
 			default:
 				op = roce.RCReadResponseMiddle
 			}
-			buf, hdr, id := q.packetBuf(&u.path, op, n)
-			copy(buf[hdr:hdr+n], j.data[off:off+n])
 			t := q.header(op, j.first.Add(i), false, q.destQPN)
 			if op.Layout().Has(roce.ExtAETH) {
 				t.AETH = roce.AETH{Syndrome: roce.ACKSyndrome(0x1f), MSN: u.msn & 0xffffff}
 			}
-			q.emit(&u.path, buf, hdr, n, id)
+			q.u.rdSrc[0] = j.data
+			q.sendPacket(&u.path, q.u.rdSrc[:], uint64(off), n, true)
 			j.next++
 			budget--
 		}

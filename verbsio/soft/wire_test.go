@@ -9,6 +9,7 @@ import (
 
 	"github.com/rperf/rperf/internal/roce"
 	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/soft"
 	"github.com/rperf/rperf/verbsio/verbstest"
 	"golang.org/x/sys/unix"
 )
@@ -168,4 +169,10 @@ func TestWireICRC(t *testing.T) {
 		}
 	}
 	t.Logf("%d packets verified (%d GSO sends): %v", checked, gso, seen)
+	for name, side := range map[string]*verbstest.Side{"A": p.A, "B": p.B} {
+		c := side.Ctx.Impl().(*soft.Context).Counters()
+		if c["icrc_errors"] != 0 || c["retransmitted"] != 0 || c["out_of_seq_request"] != 0 {
+			t.Errorf("%s: a clean loopback run needed recovery: %v", name, c)
+		}
+	}
 }

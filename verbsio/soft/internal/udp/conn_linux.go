@@ -17,9 +17,14 @@ const Batch = 64
 // MaxDatagram is the largest datagram a receive slot holds.
 const MaxDatagram = 9216
 
-// Out is one datagram (or GSO super-datagram) to send.
+// MaxIov is the most buffers one Out may gather.
+const MaxIov = 256
+
+// Out is one datagram (or GSO super-datagram) to send: Buf, or the
+// concatenation of the buffers in Iov (gathered by the kernel, no copy).
 type Out struct {
 	Buf []byte
+	Iov [][]byte
 	To  netip.AddrPort
 	// GSO, when not 0, asks the kernel to cut Buf into datagrams of GSO
 	// bytes (the last may be shorter).
@@ -45,7 +50,7 @@ type Conn struct {
 	out   [Batch]Out
 	nout  int
 	shdr  [Batch]unix.Mmsghdr
-	siov  [Batch]unix.Iovec
+	siov  [Batch * MaxIov]unix.Iovec
 	sname [Batch]unix.RawSockaddrInet6
 	scmsg [Batch][cmsgSpace]byte
 
@@ -132,8 +137,6 @@ func Listen(addr netip.AddrPort) (*Conn, error) {
 		c.rhdr[i].Hdr.Name = (*byte)(unsafe.Pointer(&c.rname[i]))
 	}
 	for i := range c.shdr {
-		c.shdr[i].Hdr.Iov = &c.siov[i]
-		c.shdr[i].Hdr.SetIovlen(1)
 		c.shdr[i].Hdr.Name = (*byte)(unsafe.Pointer(&c.sname[i]))
 	}
 	return c, nil
@@ -174,6 +177,7 @@ func (c *Conn) Queue() *Out {
 	o := &c.out[c.nout]
 	c.nout++
 	o.GSO = 0
+	o.Buf, o.Iov = nil, nil
 	return o
 }
 
@@ -193,14 +197,29 @@ func (c *Conn) Flush() error {
 		o := &c.out[i]
 		putSockaddr(&c.sname[i], o.To, c.v6)
 		h := &c.shdr[i].Hdr
-		c.siov[i].Base = unsafe.SliceData(o.Buf)
-		c.siov[i].SetLen(len(o.Buf))
+		iov := c.siov[i*MaxIov : (i+1)*MaxIov]
+		total := 0
+		if o.Iov != nil {
+			for k, b := range o.Iov {
+				iov[k].Base = unsafe.SliceData(b)
+				iov[k].SetLen(len(b))
+				total += len(b)
+			}
+			h.Iov = &iov[0]
+			h.SetIovlen(len(o.Iov))
+		} else {
+			iov[0].Base = unsafe.SliceData(o.Buf)
+			iov[0].SetLen(len(o.Buf))
+			h.Iov = &iov[0]
+			h.SetIovlen(1)
+			total = len(o.Buf)
+		}
 		if c.v6 {
 			h.Namelen = unix.SizeofSockaddrInet6
 		} else {
 			h.Namelen = unix.SizeofSockaddrInet4
 		}
-		if o.GSO != 0 && c.gso && len(o.Buf) > int(o.GSO) {
+		if o.GSO != 0 && c.gso && total > int(o.GSO) {
 			cm := c.scmsg[i][:]
 			ch := (*unix.Cmsghdr)(unsafe.Pointer(&cm[0]))
 			ch.Level = unix.SOL_UDP
@@ -247,8 +266,12 @@ func (c *Conn) Flush() error {
 		done += int(r)
 	}
 	for i := 0; i < n; i++ {
-		c.siov[i].Base = nil
-		c.out[i].Buf = nil
+		k := 1
+		if c.out[i].Iov != nil {
+			k = len(c.out[i].Iov)
+		}
+		clear(c.siov[i*MaxIov : i*MaxIov+k])
+		c.out[i].Buf, c.out[i].Iov = nil, nil
 	}
 	c.nout = 0
 	return err
@@ -259,10 +282,16 @@ func (c *Conn) Flush() error {
 // caller).
 func (c *Conn) splitGSO(i int) {
 	o := c.out[i]
+	buf := o.Buf
+	if o.Iov != nil {
+		for _, b := range o.Iov {
+			buf = append(buf, b...)
+		}
+	}
 	sa := sockaddr(o.To)
-	for off := 0; off < len(o.Buf); off += int(o.GSO) {
-		end := min(off+int(o.GSO), len(o.Buf))
-		if err := unix.Sendto(c.fd, o.Buf[off:end], 0, sa); err == nil {
+	for off := 0; off < len(buf); off += int(o.GSO) {
+		end := min(off+int(o.GSO), len(buf))
+		if err := unix.Sendto(c.fd, buf[off:end], 0, sa); err == nil {
 			c.Sent.Add(1)
 		}
 	}

@@ -127,3 +127,24 @@ func TestNetdevs(t *testing.T) {
 		t.Errorf("no loopback device among %v", ds)
 	}
 }
+
+func TestGatherGSO(t *testing.T) {
+	a, _ := Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+	defer a.Close()
+	b, _ := Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+	defer b.Close()
+	// Three 10-byte segments gathered from pieces that straddle them.
+	o := a.Queue()
+	o.Iov = [][]byte{[]byte("0123"), []byte("456789abcdefghij"), []byte("klmnopqrst")}
+	o.To, o.GSO = b.LocalAddr(), 10
+	if err := a.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	got := recvAll(t, b, 3)
+	want := []string{"0123456789", "abcdefghij", "klmnopqrst"}
+	for i := range want {
+		if i >= len(got) || string(got[i]) != want[i] {
+			t.Fatalf("segments %q, want %q", got, want)
+		}
+	}
+}
