@@ -1,11 +1,15 @@
 package reports
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
+
+// hgrmHeader is HdrHistogram's column title line, widths 12, 14, 10 and 14.
+var hgrmHeader = fmt.Sprintf("%12s %14s %10s %14s\n", "Value", "Percentile", "TotalCount", "1/(1-Percentile)")
 
 // HGRMTicksPerHalfDistance is the percentile-ticks density of .hgrm output,
 // HdrHistogram's usual 5.
@@ -19,7 +23,18 @@ func WriteHGRM(w io.Writer, h *hdr.Histogram, rttFactor int) error {
 	if rttFactor < 1 {
 		return fmt.Errorf("write hgrm: rtt factor %d < 1", rttFactor)
 	}
-	if _, err := h.PercentilesPrint(w, HGRMTicksPerHalfDistance, ticksPerUsec*float64(rttFactor)); err != nil {
+	var buf bytes.Buffer
+	if _, err := h.PercentilesPrint(&buf, HGRMTicksPerHalfDistance, ticksPerUsec*float64(rttFactor)); err != nil {
+		return fmt.Errorf("write hgrm: %w", err)
+	}
+	// The Go library separates the column titles with tabs; HdrHistogram's
+	// own (Java) output right-aligns them in fixed widths, which is what
+	// readers that match on the header expect.
+	text := buf.Bytes()
+	if i := bytes.IndexByte(text, '\n'); i >= 0 && bytes.Contains(text[:i], []byte("Percentile")) {
+		text = append([]byte(hgrmHeader), text[i+1:]...)
+	}
+	if _, err := w.Write(text); err != nil {
 		return fmt.Errorf("write hgrm: %w", err)
 	}
 	return nil

@@ -654,6 +654,9 @@ func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendSta
 	ending := false
 	var winBeg int64
 	for {
+		if err := w.Tick(); err != nil {
+			return st, err
+		}
 		progressed := false
 		var now int64
 		if dur {
@@ -930,6 +933,9 @@ func (r *receiver) run(ctx context.Context, iters int64, ph *session.Phases) (re
 		if n > 0 {
 			w.Index = r.st.count + 1
 			w.Begin()
+			if err := w.Tick(); err != nil {
+				return r.st, err
+			}
 			continue
 		}
 		if r.quietCheck() {

@@ -528,6 +528,9 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 			}
 		}
 		if scnt < total {
+			if err := waitOwn.Tick(); err != nil {
+				return stats{}, err
+			}
 			now := clock.Now()
 			if dur && !s.Server && sm.ph.Ended(now) {
 				if err := r.sendStop(q, write, postOff, waitOwn); err != nil {
@@ -591,6 +594,9 @@ func (r *runner) oneSided(ctx context.Context, size int) (stats, error) {
 			}
 		} else if p > total {
 			return sm.stats(cfg.Iterations), nil
+		}
+		if err := wait.Tick(); err != nil {
+			return stats{}, err
 		}
 		sm.stamp(now)
 		if _, err := q.PostSend(r.wr[:]); err != nil {

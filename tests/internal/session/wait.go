@@ -45,6 +45,7 @@ type Waiter struct {
 	stall int64
 
 	spins int
+	ticks int
 	since int64 // clock at the wait's first check; 0: not yet
 	// Index is the iteration or message the loop waits for; it appears in
 	// errors.
@@ -67,6 +68,22 @@ func (s *Session) NewWaiter(ctx context.Context, what string, probe bool) *Waite
 func (w *Waiter) Begin() {
 	w.spins = 0
 	w.since = 0
+}
+
+// Tick is called once per iteration of a loop that may never wait (a
+// sender that always has work): every CheckEvery ticks it checks the
+// context, so an interrupt ends the loop promptly.
+func (w *Waiter) Tick() error {
+	w.ticks++
+	if w.ticks&(CheckEvery-1) != 0 {
+		return nil
+	}
+	select {
+	case <-w.done:
+		return fmt.Errorf("interrupted: %w", w.ctx.Err())
+	default:
+		return nil
+	}
 }
 
 // Spin counts one spin of the wait and, every CheckEvery spins, checks it.
