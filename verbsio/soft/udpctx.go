@@ -10,6 +10,7 @@ import (
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/soft/internal/udp"
 	"golang.org/x/sys/unix"
+	"unsafe"
 )
 
 // The udp fabric: RoCEv2 over UDP sockets. A context is bound to one
@@ -31,7 +32,8 @@ const RoCEPort = 4791
 // IPv6), as rxe reserves it when it derives the active MTU.
 const udpHeaderAllowance = 80
 
-// udpCounters are the transport's counters, readable while it runs.
+// udpCounters are the transport's counters, readable while it runs; they
+// live in the context's stats file (see stats.go), in counterNames' order.
 type udpCounters struct {
 	sent, received, retransmitted, duplicates, icrcErrors, outOfSeq,
 	unknownQP, badPKey, malformed, wrongPeer, rnrNakSent, rnrNakRecv,
@@ -59,7 +61,8 @@ type udpFabric struct {
 	gso    bool
 	gsoWhy string
 
-	c udpCounters
+	c     *udpCounters
+	stats *statsFile
 }
 
 func udpDeviceName(netdev string) string { return UDPPrefix + netdev }
@@ -134,6 +137,7 @@ func openUDP(name string, o verbsio.OpenOptions) (*Context, error) {
 		_, why := conn.GSO()
 		f.gsoWhy = why.Error()
 	}
+	f.stats, f.c = openStats(c.pid, c.nonce, name, dev.Name, f.port)
 	c.udp = f
 	return c, nil
 }
@@ -179,6 +183,7 @@ func (f *udpFabric) close() {
 			c.Close()
 		}
 	}
+	f.stats.close()
 }
 
 func (f *udpFabric) portAttr() verbsio.PortAttr {
@@ -506,13 +511,10 @@ func (c *Context) Counters() map[string]uint64 {
 	if f == nil {
 		return nil
 	}
-	k := &f.c
-	m := map[string]uint64{
-		"sent_pkts": k.sent.Load(), "rcvd_pkts": k.received.Load(), "retransmitted": k.retransmitted.Load(),
-		"duplicate_request": k.duplicates.Load(), "icrc_errors": k.icrcErrors.Load(), "out_of_seq_request": k.outOfSeq.Load(),
-		"unknown_qp": k.unknownQP.Load(), "bad_pkey": k.badPKey.Load(), "malformed": k.malformed.Load(),
-		"wrong_peer": k.wrongPeer.Load(), "rnr_nak_sent": k.rnrNakSent.Load(), "rnr_nak_rcvd": k.rnrNakRecv.Load(),
-		"nak_sent": k.nakSent.Load(), "nak_rcvd": k.nakRecv.Load(), "timeouts": k.timeouts.Load(), "acks_sent": k.acksSent.Load(),
+	vals := unsafe.Slice((*atomic.Uint64)(unsafe.Pointer(f.c)), len(counterNames))
+	m := make(map[string]uint64, len(counterNames)+2)
+	for i, name := range counterNames {
+		m[name] = vals[i].Load()
 	}
 	for _, conn := range f.conns {
 		if conn != nil {
