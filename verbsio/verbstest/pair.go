@@ -47,6 +47,9 @@ type PairConfig struct {
 	NoConnect bool
 	// Open are the options each side's device is opened with.
 	Open verbsio.OpenOptions
+	// NoProgress leaves the engine without background progress: the test
+	// drives it by polling (benchmarks do, for the lowest latency).
+	NoProgress bool
 }
 
 // AllAccess is every access right.
@@ -98,7 +101,10 @@ func NewSide(tb testing.TB, cfg PairConfig) *Side {
 		tb.Fatalf("verbstest: %v", err)
 	}
 	// A side that is not polling still answers, as a NIC would.
-	stop := s.Ctx.StartProgress()
+	stop := func() {}
+	if !cfg.NoProgress {
+		stop = s.Ctx.StartProgress()
+	}
 	tb.Cleanup(func() {
 		stop()
 		s.Ctx.Close()
