@@ -442,11 +442,21 @@ func (o *options) sizesFor(attr verbsio.DeviceAttr, port verbsio.PortAttr, dev s
 	return sizes, nil
 }
 
-// checkDevice checks the queue flags against the device's limits.
+// checkDevice checks the queue flags against the device's limits. Defaults
+// the user did not set are lowered to fit the device instead.
 func (o *options) checkDevice(attr verbsio.DeviceAttr, dev string) error {
 	k := o.k
+	if !o.changed("inline_size") {
+		o.inline = min(o.inline, attr.MaxInlineData)
+	}
+	if !o.changed("rx-depth") && attr.MaxQPWR > 0 {
+		o.rxDepth = min(o.rxDepth, attr.MaxQPWR)
+	}
+	if !o.changed("tx-depth") && attr.MaxQPWR > 1 {
+		o.txDepth = min(o.txDepth, attr.MaxQPWR-1)
+	}
 	switch {
-	case k.sendOrWrite() && o.inline > attr.MaxInlineData && (o.changed("inline_size") || !k.lat):
+	case k.sendOrWrite() && o.inline > attr.MaxInlineData:
 		return cli.Usagef("-I %d: inline size must be at most %d (%s's max_inline_data)", o.inline, attr.MaxInlineData, dev)
 	case attr.MaxQPWR > 0 && o.txDepth+1 > attr.MaxQPWR:
 		return cli.Usagef("-t %d: tx depth must be below %d (%s's max_qp_wr)", o.txDepth, attr.MaxQPWR, dev)
