@@ -116,6 +116,32 @@ type QPInitAttr struct {
 	SRQ      *SRQ // optional: receive through a shared receive queue
 	Cap      QPCap
 	SQSigAll bool // every send WR produces a completion
+	// Segmenter chooses who cuts messages into path-MTU packets on a
+	// packet fabric: the default lets the provider decide.
+	Segmenter Segmenter
+}
+
+// Segmenter says who cuts a message larger than the path MTU into
+// packets: the kernel in one call (TSO/GSO: UDP_SEGMENT on the built-in
+// udp fabric), or the engine, one datagram per packet.
+type Segmenter uint8
+
+// Segmenters.
+const (
+	SegmentDefault Segmenter = iota // the provider's choice (kernel where it can)
+	SegmentKernel                   // TSO: one kernel call per run of packets; EOPNOTSUPP where unavailable
+	SegmentEngine                   // the engine, one datagram per packet
+)
+
+// String returns "default", "kernel" or "engine".
+func (s Segmenter) String() string {
+	switch s {
+	case SegmentKernel:
+		return "kernel"
+	case SegmentEngine:
+		return "engine"
+	}
+	return "default"
 }
 
 // QPAttrMask selects the QPAttr fields a Modify call sets (enum ibv_qp_attr_mask).

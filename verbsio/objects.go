@@ -147,10 +147,11 @@ func (pd *PD) Dealloc() error { return pd.impl.Dealloc() }
 
 // MR is a registered memory region (struct ibv_mr).
 type MR struct {
-	pd     *PD
-	impl   MRImpl
-	buf    []byte
-	access Access
+	pd        *PD
+	impl      MRImpl
+	buf       []byte
+	access    Access
+	zeroBased bool // addresses in the region count from 0 (device memory)
 }
 
 // Impl returns the provider's implementation.
@@ -162,14 +163,26 @@ func (mr *MR) LKey() uint32 { return mr.impl.LKey() }
 // RKey is the remote key, handed to peers for RDMA and atomics.
 func (mr *MR) RKey() uint32 { return mr.impl.RKey() }
 
-// Buf is the registered memory.
+// Buf is the registered memory. For device memory it is nil: reach it
+// with DM.CopyTo and DM.CopyFrom.
 func (mr *MR) Buf() []byte { return mr.buf }
 
-// Addr is the virtual address of the region's first byte.
-func (mr *MR) Addr() uint64 { return addrOf(mr.buf) }
+// Addr is the address of the region's first byte as SGEs and peers use
+// it: its virtual address, or 0 for a zero-based (device memory) region.
+func (mr *MR) Addr() uint64 {
+	if mr.zeroBased {
+		return 0
+	}
+	return addrOf(mr.buf)
+}
 
 // Len is the region's length in bytes.
-func (mr *MR) Len() int { return len(mr.buf) }
+func (mr *MR) Len() int {
+	if l, ok := mr.impl.(interface{ Len() int }); ok {
+		return l.Len()
+	}
+	return len(mr.buf)
+}
 
 // Access is the region's access rights.
 func (mr *MR) Access() Access { return mr.access }

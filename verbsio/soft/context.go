@@ -51,6 +51,7 @@ type Context struct {
 	watcher   *shm.Watcher
 	udp       *udpFabric // nil on the shm fabric
 	bg        bgProgress
+	dmPool    dmPool
 	deadGen   atomic.Uint32 // bumped when a peer process exits
 }
 

@@ -40,6 +40,7 @@ type mr struct {
 	addr   uint64
 	buf    []byte
 	region *region // nil: ordinary memory, peers use process_vm_*
+	dm     *dm     // the device memory the region is on, if any
 }
 
 var _ verbsio.MRImpl = (*mr)(nil)
@@ -66,6 +67,18 @@ func (p *pd) RegMR(buf []byte, access verbsio.Access) (verbsio.MRImpl, error) {
 		return nil, verbsio.Errorf("reg_mr", unix.EINVAL,
 			"REMOTE_ATOMIC needs memory from Context.Alloc: a peer process can update shared memory atomically, not ordinary Go memory")
 	}
+	var off uint64
+	if reg != nil {
+		off = uint64(base - reg.base)
+	}
+	return p.registerLocked(buf, uint64(base), access, reg, off, nil)
+}
+
+// registerLocked publishes a memory region over buf, which SGEs and peers
+// address from addr, in shared region reg at offset off (or, with reg nil,
+// ordinary memory). c.mu is held.
+func (p *pd) registerLocked(buf []byte, addr uint64, access verbsio.Access, reg *region, off uint64, d *dm) (*mr, error) {
+	c := p.ctx
 	idx := -1
 	for i := range c.mrs {
 		if c.mrs[i].Load() == nil {
@@ -81,7 +94,7 @@ func (p *pd) RegMR(buf []byte, access verbsio.Access) (verbsio.MRImpl, error) {
 		c.mrTag[idx] = 1
 	}
 	m := &mr{ctx: c, pd: p, idx: uint32(idx), key: c.mrTag[idx]<<mrIndexBits | uint32(idx),
-		access: access, addr: uint64(base), buf: buf, region: reg}
+		access: access, addr: addr, buf: buf, region: reg, dm: d}
 	e := m.ent()
 	e.access.Store(uint32(access))
 	e.pd.Store(p.id)
@@ -89,18 +102,24 @@ func (p *pd) RegMR(buf []byte, access verbsio.Access) (verbsio.MRImpl, error) {
 	e.length.Store(uint64(len(buf)))
 	if reg != nil {
 		e.region.Store(reg.idx + 1)
-		e.regOff.Store(uint64(base - reg.base))
+		e.regOff.Store(off)
 		reg.mrs++
 	} else {
 		e.region.Store(0)
 		e.regOff.Store(0)
 		c.addRangeLocked(buf)
 	}
+	if d != nil {
+		d.mrs++
+	}
 	e.key.Store(m.key)
 	c.mrs[idx].Store(m)
 	p.users++
 	return m, nil
 }
+
+// Len is the region's length (device-memory regions report it so).
+func (m *mr) Len() int { return len(m.buf) }
 
 // Dereg implements verbsio.MRImpl. It waits (boundedly) for peers that are
 // inside an access to the region to leave it.
@@ -125,6 +144,9 @@ func (m *mr) Dereg() error {
 		m.region.mrs--
 	} else {
 		c.removeRangeLocked(m.buf)
+	}
+	if m.dm != nil {
+		m.dm.mrs--
 	}
 	m.pd.users--
 	return nil

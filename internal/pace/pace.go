@@ -1,0 +1,94 @@
+// Package pace is a token bucket for per-QP packet pacing: a rate in
+// bytes per second, a burst (the most bytes that may leave back to back),
+// and a clock the caller passes in, so tests run on fake time.
+//
+// The bucket is exact in integer arithmetic: tokens are counted in
+// byte-nanoseconds (bytes x 1e9), so no rounding error accumulates however
+// long a paced stream runs. A send larger than the burst may leave once
+// the bucket is full and drives it into debt, which later sends wait out:
+// the long-run rate stays exact for any message size. A Bucket is not safe
+// for concurrent use.
+package pace
+
+// Bucket is a token bucket. The zero value is unlimited.
+type Bucket struct {
+	rate   uint64 // bytes per second; 0: unlimited
+	burst  uint64 // bucket depth, bytes
+	tokens int64  // byte-nanoseconds available (negative: debt)
+	last   int64  // clock reading of the last refill, ns
+	init   bool
+}
+
+// New returns a bucket of rate bits per second holding up to burst bytes
+// (at least one packet of the size the caller sends, or no packet could
+// ever leave). It starts full.
+func New(bitsPerSecond uint64, burst uint64) *Bucket {
+	b := &Bucket{}
+	b.Set(bitsPerSecond, burst)
+	return b
+}
+
+// Set changes the rate and burst; a rate of 0 means unlimited.
+func (b *Bucket) Set(bitsPerSecond uint64, burst uint64) {
+	b.rate = bitsPerSecond / 8
+	b.burst = max(burst, 1)
+	b.tokens = int64(b.burst) * 1e9
+	b.init = false
+}
+
+// Rate is the rate in bits per second (0: unlimited).
+func (b *Bucket) Rate() uint64 { return b.rate * 8 }
+
+// Burst is the depth in bytes.
+func (b *Bucket) Burst() uint64 { return b.burst }
+
+func (b *Bucket) refill(now int64) {
+	if !b.init {
+		b.last, b.init = now, true
+		return
+	}
+	if now <= b.last {
+		return
+	}
+	dt := now - b.last
+	b.last = now
+	limit := int64(b.burst) * 1e9
+	if dt > limit/int64(b.rate)+1 {
+		b.tokens = limit // idle long enough to fill (avoids overflow)
+		return
+	}
+	b.tokens = min(b.tokens+dt*int64(b.rate), limit)
+}
+
+// need is what a send of n bytes must find in the bucket: n, or the whole
+// burst for a send larger than it.
+func (b *Bucket) need(n uint64) int64 { return int64(min(n, b.burst)) * 1e9 }
+
+// Take spends n bytes if the bucket holds them at time now and reports
+// whether it did. An unlimited bucket always does.
+func (b *Bucket) Take(n uint64, now int64) bool {
+	if b == nil || b.rate == 0 {
+		return true
+	}
+	b.refill(now)
+	if b.tokens < b.need(n) {
+		return false
+	}
+	b.tokens -= int64(n) * 1e9
+	return true
+}
+
+// Wait returns how many nanoseconds from now until n bytes are available
+// (0 if they are).
+func (b *Bucket) Wait(n uint64, now int64) int64 {
+	if b == nil || b.rate == 0 {
+		return 0
+	}
+	b.refill(now)
+	need := b.need(n)
+	if b.tokens >= need {
+		return 0
+	}
+	r := int64(b.rate)
+	return (need - b.tokens + r - 1) / r
+}

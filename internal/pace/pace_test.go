@@ -1,0 +1,94 @@
+package pace
+
+import "testing"
+
+func TestBucket(t *testing.T) {
+	// 8 Mb/s = 1,000,000 bytes/s = 1 byte per microsecond, burst 1000 B.
+	b := New(8_000_000, 1000)
+	now := int64(1_000_000)
+	if !b.Take(1000, now) {
+		t.Fatal("a full bucket refused its burst")
+	}
+	if b.Take(1, now) {
+		t.Fatal("an empty bucket gave a byte")
+	}
+	if w := b.Wait(500, now); w != 500_000 {
+		t.Fatalf("wait for 500 B = %d ns, want 500000", w)
+	}
+	if b.Take(500, now+499_999) {
+		t.Fatal("took 500 B a nanosecond early")
+	}
+	if !b.Take(500, now+500_000) {
+		t.Fatal("refused 500 B on time")
+	}
+	// Idle time refills only up to the burst.
+	if !b.Take(1000, now+10_000_000_000) || b.Take(1, now+10_000_000_000) {
+		t.Fatal("burst not capped")
+	}
+}
+
+// TestLongRunExact paces a stream on fake time and checks the achieved
+// rate over a long run is exact to the nanosecond of the last packet.
+func TestLongRunExact(t *testing.T) {
+	cases := []struct {
+		bps, pkt uint64
+	}{
+		{10_000_000, 1024}, {1_000_000_000, 4096}, {1_000_000, 64}, {99_999_999, 1500},
+	}
+	for _, c := range cases {
+		b := New(c.bps, c.pkt)
+		now := int64(0)
+		b.Take(c.pkt, now) // the first packet empties the bucket
+		const n = 100000
+		for i := 1; i < n; i++ {
+			now += b.Wait(c.pkt, now)
+			if !b.Take(c.pkt, now) {
+				t.Fatalf("refused after waiting")
+			}
+		}
+		// n-1 packets after the first took exactly (n-1)*pkt*8/bps s.
+		want := float64(n-1) * float64(c.pkt) * 8 / float64(c.bps) * 1e9
+		if d := float64(now) - want; d < -1 || d > float64(n) {
+			t.Errorf("%d b/s, %d B: %d ns for %d packets, want %.0f (error %.0f ns)", c.bps, c.pkt, now, n, want, d)
+		}
+	}
+}
+
+func TestUnlimited(t *testing.T) {
+	var b *Bucket
+	if !b.Take(1<<40, 0) || b.Wait(1<<40, 0) != 0 {
+		t.Fatal("nil bucket limits")
+	}
+	z := New(0, 0)
+	if !z.Take(1<<40, 0) {
+		t.Fatal("rate 0 limits")
+	}
+}
+
+func TestAllocs(t *testing.T) {
+	b := New(1e9, 4096)
+	n := int64(0)
+	if a := testing.AllocsPerRun(1000, func() { n += 1000; b.Take(100, n) }); a != 0 {
+		t.Fatal("allocates")
+	}
+}
+
+// TestLargerThanBurst paces 1 MB messages through a 4 KB bucket: each
+// leaves when the bucket is full and the debt keeps the average exact.
+func TestLargerThanBurst(t *testing.T) {
+	b := New(80_000_000, 4096) // 10 MB/s
+	now := int64(0)
+	b.Take(1<<20, now)
+	for i := 1; i < 100; i++ {
+		now += b.Wait(1<<20, now)
+		if !b.Take(1<<20, now) {
+			t.Fatal("refused after waiting")
+		}
+	}
+	// Each message after the first waits for its 1 MiB to be paid back
+	// (the bucket goes from full-minus-1-MiB to full): 99 MiB at 10 MB/s.
+	want := float64(99<<20) / 10e6 * 1e9
+	if d := float64(now) - want; d < -100 || d > 100 {
+		t.Errorf("took %d ns, want %.0f", now, want)
+	}
+}

@@ -1,0 +1,140 @@
+package verbsio
+
+import "strconv"
+
+// The accelerated "query interface" (MLNX_OFED's ibv_exp_query_intf): an
+// application asks the context for a family of fast-path functions bound
+// to one object (a QP or a CQ) and gets them, or a status saying why not.
+// With no object the query only says whether the family exists.
+
+// InterfaceScope says whose namespace a family name is in.
+type InterfaceScope uint8
+
+// Interface scopes.
+const (
+	ScopeGlobal       InterfaceScope = iota // IBV_EXP_INTF_GLOBAL
+	ScopeExperimental                       // experimental families
+	ScopeVendor                             // vendor families; VendorGUID names the vendor
+)
+
+// InterfaceStatus is the answer to a query (enum ibv_exp_query_intf_status).
+type InterfaceStatus uint8
+
+// Interface query statuses.
+const (
+	IntfOK                  InterfaceStatus = iota // IBV_EXP_INTF_STAT_OK
+	IntfVendorNotSupported                         // the vendor is not this device's
+	IntfNotSupported                               // no such family in the scope
+	IntfVersionNotSupported                        // the family exists, not in that version
+	IntfInvalParam                                 // bad flags or parameters
+	IntfInvalObj                                   // the object is not of the family's kind or state
+)
+
+var intfStatusNames = [...]string{"OK", "VENDOR_NOT_SUPPORTED", "INTF_NOT_SUPPORTED", "VERSION_NOT_SUPPORTED", "INVAL_PARAM", "INVAL_OBJ"}
+
+// String returns the status name, e.g. "VERSION_NOT_SUPPORTED".
+func (s InterfaceStatus) String() string {
+	if int(s) < len(intfStatusNames) {
+		return intfStatusNames[s]
+	}
+	return "InterfaceStatus(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Interface family names.
+const (
+	FamilyQPBurst = "qp_burst" // QPBurst: batched sends and receives
+	FamilyCQPoll  = "cq_poll"  // CQPoll: completion counting
+)
+
+// Query flags.
+const (
+	// IntfFlagEnableChecks asks the family to validate every call (as
+	// IBV_EXP_QUERY_INTF_FLAG_ENABLE_CHECKS does).
+	IntfFlagEnableChecks uint32 = 1 << 0
+)
+
+// InterfaceQuery is a query (struct ibv_exp_query_intf_params). Object is
+// nil (capability query), a *QP or a *CQ.
+type InterfaceQuery struct {
+	Scope      InterfaceScope
+	VendorGUID uint64
+	Family     string
+	Version    int
+	Flags      uint32
+	Object     any
+}
+
+// Interfacer is implemented by contexts with accelerated families.
+type Interfacer interface {
+	QueryInterface(q InterfaceQuery) (any, InterfaceStatus)
+}
+
+// QueryInterface returns the family asked for, bound to q.Object, or nil
+// and the reason. With a nil Object it reports only whether the family
+// exists (IntfOK and a nil family).
+func (c *Context) QueryInterface(q InterfaceQuery) (any, InterfaceStatus) {
+	i, ok := c.impl.(Interfacer)
+	if !ok {
+		if q.Scope == ScopeVendor {
+			return nil, IntfVendorNotSupported
+		}
+		return nil, IntfNotSupported
+	}
+	switch o := q.Object.(type) {
+	case *QP:
+		q.Object = o.impl
+	case *CQ:
+		q.Object = o.impl
+	case nil:
+	default:
+		return nil, IntfInvalObj
+	}
+	return i.QueryInterface(q)
+}
+
+// Burst flags for QPBurst sends.
+const (
+	BurstSignaled  uint32 = 1 << 0 // produce a completion
+	BurstSolicited uint32 = 1 << 1
+	BurstFence     uint32 = 1 << 4
+)
+
+// QPBurst is the QP burst family (ibv_exp_qp_burst_family): sends are
+// staged with SendPending* and leave with SendFlush, one doorbell for the
+// batch. All calls are for one goroutine and never allocate.
+type QPBurst interface {
+	// SendPending stages a SEND of length bytes at addr under lkey.
+	SendPending(addr uint64, length, lkey uint32, flags uint32) error
+	// SendPendingInline stages a SEND whose payload is copied now.
+	SendPendingInline(buf []byte, flags uint32) error
+	// SendPendingSGList stages a SEND gathered from sges.
+	SendPendingSGList(sges []SGE, flags uint32) error
+	// SendFlush rings the doorbell once for everything staged.
+	SendFlush() error
+	// SendBurst stages one SEND per SGE and flushes.
+	SendBurst(msgs []SGE, flags uint32) error
+	// RecvBurst posts one receive per SGE.
+	RecvBurst(msgs []SGE) error
+	// Release gives the family back.
+	Release() error
+}
+
+// CQPoll is the CQ poll family (ibv_exp_cq_family).
+type CQPoll interface {
+	// PollCount consumes up to max completions and returns how many;
+	// an error completion stops it and is returned as *CompletionError.
+	PollCount(max int) (int, error)
+	// PollLength consumes one receive completion and returns its byte
+	// length; 0, nil means empty.
+	PollLength() (uint32, error)
+	// Release gives the family back.
+	Release() error
+}
+
+// CompletionError is a completion with an error status met by a family
+// call that returns no WC.
+type CompletionError struct{ WC WC }
+
+func (e *CompletionError) Error() string {
+	return "completion " + strconv.FormatUint(e.WC.ID, 10) + " failed: " + e.WC.Status.Text() + " (" + e.WC.Status.String() + ")"
+}
