@@ -45,9 +45,10 @@ type pipe struct {
 }
 
 type item struct {
-	due time.Time
-	seq uint64
-	b   []byte
+	due   time.Time
+	seq   uint64
+	b     []byte
+	other bool // a non-UDP frame: not counted as Forwarded
 }
 
 type itemHeap []*item
@@ -98,7 +99,8 @@ func (p *pipe) ingest(now time.Time, b []byte, off, n int, cl class) {
 	switch cl {
 	case classOther:
 		p.c.other.Add(1)
-		p.push(now, clone(b))
+		p.seq++
+		heap.Push(&p.q, &item{due: now, seq: p.seq, b: clone(b), other: true})
 		return
 	case classPass:
 		p.c.received.Add(1)
@@ -198,11 +200,12 @@ func (p *pipe) flush(now time.Time) {
 	}
 	for len(p.q) > 0 && !p.q[0].due.After(now) {
 		it := heap.Pop(&p.q).(*item)
-		if err := p.send(it.b); errors.Is(err, errNoPeer) {
+		switch err := p.send(it.b); {
+		case errors.Is(err, errNoPeer):
 			p.c.discarded.Add(1)
-		} else if err != nil {
+		case err != nil:
 			p.c.errors.Add(1)
-		} else {
+		case !it.other:
 			p.c.forwarded.Add(1)
 		}
 	}

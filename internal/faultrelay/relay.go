@@ -1,12 +1,9 @@
 package faultrelay
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -41,35 +38,19 @@ type Config struct {
 // Relay is a fault-injecting UDP relay between endpoints A and B: A sends to
 // AddrA as if it were B, and B sends to AddrB as if it were A.
 type Relay struct {
+	runner
 	conns [2]*net.UDPConn                   // [AtoB]: faces A, [BtoA]: faces B
 	peers [2]atomic.Pointer[netip.AddrPort] // [AtoB]: A's address, [BtoA]: B's
-	pipes [2]*pipe
-
-	accepted atomic.Uint64
-	max      uint64
-
-	wg        sync.WaitGroup
-	mu        sync.Mutex // guards timer
-	timer     *time.Timer
-	closeOnce sync.Once
-	closeErr  error
-	done      chan struct{}
 }
 
 // New starts a relay.
 func New(cfg Config) (*Relay, error) {
-	for _, f := range []struct {
-		d Direction
-		f *Faults
-	}{{AtoB, &cfg.AtoB}, {BtoA, &cfg.BtoA}} {
-		if err := f.f.validate(); err != nil {
-			return nil, fmt.Errorf("faultrelay: new: %s faults: %w", f.d, err)
-		}
+	if err := validateFaults("new", &cfg.AtoB, &cfg.BtoA, cfg.MaxDuration); err != nil {
+		closeConns(cfg.ConnA, cfg.ConnB)
+		return nil, err
 	}
-	if cfg.MaxDuration < 0 {
-		return nil, fmt.Errorf("faultrelay: new: negative max duration %v", cfg.MaxDuration)
-	}
-	r := &Relay{max: cfg.MaxDatagrams, done: make(chan struct{})}
+	r := &Relay{}
+	r.max = cfg.MaxDatagrams
 	var err error
 	if r.conns[AtoB], err = listen(cfg.ConnA, cfg.ListenA); err != nil {
 		closeConns(cfg.ConnB)
@@ -79,6 +60,7 @@ func New(cfg Config) (*Relay, error) {
 		closeConns(r.conns[AtoB])
 		return nil, fmt.Errorf("faultrelay: new: socket facing B: %w", err)
 	}
+	r.closers = append(r.closers, r.conns[AtoB], r.conns[BtoA])
 	for d, peer := range []netip.AddrPort{cfg.PeerA, cfg.PeerB} {
 		if peer.IsValid() {
 			r.peers[d].Store(&peer)
@@ -98,17 +80,7 @@ func New(cfg Config) (*Relay, error) {
 			return err
 		})
 	}
-	for d := range r.pipes {
-		r.wg.Add(1)
-		go r.serve(Direction(d))
-	}
-	life := cfg.MaxDuration
-	if life == 0 {
-		life = DefaultMaxDuration
-	}
-	r.mu.Lock()
-	r.timer = time.AfterFunc(life, func() { r.Close() })
-	r.mu.Unlock()
+	r.start(cfg.MaxDuration, r.serve)
 	return r, nil
 }
 
@@ -136,11 +108,10 @@ func closeConns(cs ...*net.UDPConn) {
 
 // serve runs direction d until the relay closes.
 func (r *Relay) serve(d Direction) {
-	defer r.wg.Done()
 	in, p, from := r.conns[d], r.pipes[d], &r.peers[d]
 	learn := from.Load() == nil
 	buf := make([]byte, 1<<16)
-	loop(p, in.SetReadDeadline, func() error {
+	r.loop(p, in.SetReadDeadline, func() error {
 		n, src, err := in.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			return err
@@ -151,36 +122,12 @@ func (r *Relay) serve(d Direction) {
 				from.Store(&src)
 			}
 		}
-		if r.max > 0 && r.accepted.Add(1) > r.max {
-			p.c.received.Add(1)
-			p.c.discarded.Add(1)
-			return nil
+		if r.admit(p) {
+			p.ingest(now, buf[:n], 0, n, classFault)
 		}
-		p.ingest(now, buf[:n], 0, n, classFault)
 		p.flush(now)
 		return nil
 	})
-}
-
-// loop reads with read until the socket closes, flushing p whenever a
-// queued or held datagram falls due.
-func loop(p *pipe, setDeadline func(time.Time) error, read func() error) {
-	for {
-		setDeadline(p.deadline()) // zero: no deadline
-		err := read()
-		switch {
-		case err == nil:
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			p.flush(time.Now())
-		case errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrClosed):
-			return
-		default:
-			// A transient receive error (such as an ICMP error queued on
-			// the socket): count it, pause so a persistent one cannot spin.
-			p.c.errors.Add(1)
-			time.Sleep(time.Millisecond)
-		}
-	}
 }
 
 // AddrA returns the address of the socket facing A: where A sends
@@ -192,22 +139,11 @@ func (r *Relay) AddrA() netip.AddrPort { return r.conns[AtoB].LocalAddr().(*net.
 func (r *Relay) AddrB() netip.AddrPort { return r.conns[BtoA].LocalAddr().(*net.UDPAddr).AddrPort() }
 
 // SetFaults replaces the faults of direction d from the next datagram on;
-// the MaxFaults budget starts afresh. The random stream continues.
-func (r *Relay) SetFaults(d Direction, f Faults) error {
-	if d != AtoB && d != BtoA {
-		return fmt.Errorf("faultrelay: set faults: unknown direction %d", d)
-	}
-	if err := f.validate(); err != nil {
-		return fmt.Errorf("faultrelay: set faults %s: %w", d, err)
-	}
-	r.pipes[d].setFaults(f)
-	return nil
-}
+// the MaxFaults budget starts afresh and the random stream continues.
+func (r *Relay) SetFaults(d Direction, f Faults) error { return r.setFaults("set faults", d, f) }
 
 // Stats returns a snapshot of both directions' counters.
-func (r *Relay) Stats() Stats {
-	return Stats{AtoB: r.pipes[AtoB].c.snapshot(), BtoA: r.pipes[BtoA].c.snapshot()}
-}
+func (r *Relay) Stats() Stats { return r.stats() }
 
 // Done is closed when the relay has stopped, by Close or by MaxDuration.
 func (r *Relay) Done() <-chan struct{} { return r.done }
@@ -215,24 +151,4 @@ func (r *Relay) Done() <-chan struct{} { return r.done }
 // Close stops the relay, closes its sockets and waits for its goroutines.
 // Datagrams still delayed or held are dropped. It is safe to call more than
 // once.
-func (r *Relay) Close() error {
-	r.closeOnce.Do(func() {
-		r.mu.Lock()
-		if r.timer != nil {
-			r.timer.Stop()
-		}
-		r.mu.Unlock()
-		var errs []error
-		for _, c := range r.conns {
-			if err := c.Close(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		r.wg.Wait()
-		close(r.done)
-		if err := errors.Join(errs...); err != nil {
-			r.closeErr = fmt.Errorf("faultrelay: close: %w", err)
-		}
-	})
-	return r.closeErr
-}
+func (r *Relay) Close() error { return r.close() }

@@ -147,7 +147,7 @@ func noRelayGoroutines(t *testing.T) {
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		buf := make([]byte, 1<<20)
 		stacks = string(buf[:runtime.Stack(buf, true)])
-		if !strings.Contains(stacks, "faultrelay.(*Relay)") && !strings.Contains(stacks, "faultrelay.(*Wire)") &&
+		if !strings.Contains(stacks, "faultrelay.(*runner)") && !strings.Contains(stacks, "faultrelay.(*Relay)") && !strings.Contains(stacks, "faultrelay.(*Wire)") &&
 			!strings.Contains(stacks, "faultrelay.loop") {
 			return
 		}
