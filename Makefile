@@ -1,8 +1,9 @@
 # rperf — build, test, benchmark, fuzz.
 #
 #   make build          static, pure-Go binaries in bin/ (rperf, rdiag)
-#   make test           format check, vet, all tests, race tests of the engine
+#   make test           format check, vet, all tests, race tests of the engine and rperf
 #   make bench          Go benchmarks (-count=5) into bench.txt
+#   make bench-rperf    rperf's own cost per latency iteration beside the engine's round trip
 #   make fuzz           every fuzz target for FUZZTIME each
 #   make build-ibverbs  rdiag/rperf with the rdma-core provider (needs libibverbs-dev)
 
@@ -11,7 +12,7 @@ FUZZTIME ?= 60s
 BIN      := bin
 CMDS     := $(wildcard cmd/*)
 
-.PHONY: all build test fmt-check vet test-unit test-race test-ibverbs bench fuzz build-ibverbs clean
+.PHONY: all build test fmt-check vet test-unit test-race test-ibverbs bench bench-rperf fuzz build-ibverbs clean
 
 all: build
 
@@ -35,7 +36,7 @@ test-unit:
 	CGO_ENABLED=0 $(GO) test -count=1 -timeout 15m ./...
 
 test-race:
-	CGO_ENABLED=1 $(GO) test -count=1 -race -timeout 15m ./verbsio/... ./internal/cli/...
+	CGO_ENABLED=1 $(GO) test -count=1 -race -timeout 15m ./verbsio/... ./internal/cli/... ./internal/rperfcmd/... ./tests/...
 
 # The hardware provider's cgo build: compiled, vetted and unit-tested
 # (its device tests say when no RDMA device exists).
@@ -55,6 +56,9 @@ build-ibverbs:
 
 bench:
 	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchmem -count=5 -timeout 60m ./... | tee bench.txt
+
+bench-rperf:
+	CGO_ENABLED=0 $(GO) test -run '^$$' -bench IterationOverhead -benchmem -count=5 ./tests/latency/
 
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
