@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -322,9 +321,8 @@ func TestNewWireRejects(t *testing.T) {
 	}
 }
 
-// Example-style check of the intended use: two engine processes, one per
-// namespace, talking through a faulty wire; here the test binary's own
-// sockets stand in for the engines.
+// TestWireWithAddresses checks the intended use: endpoints bound to the
+// hosts' own addresses, faults in the B->A direction only.
 func TestWireWithAddresses(t *testing.T) {
 	p, w, a, b := wireSetup(t, "udp4", WireConfig{BtoA: Faults{Duplicate: 1, MaxFaults: 1}}, 0)
 	if got, want := addrOf(a).Addr(), p.A.Addr4.Addr(); got != want {
@@ -338,5 +336,4 @@ func TestWireWithAddresses(t *testing.T) {
 	if w.Stats().BtoA.Duplicated != 1 {
 		t.Errorf("counters %+v", w.Stats().BtoA)
 	}
-	_ = netip.Addr{}
 }
