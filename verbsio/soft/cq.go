@@ -125,11 +125,7 @@ func (q *cq) Poll(wcs []verbsio.WC) (int, error) {
 	c := q.ctx
 	c.lock()
 	defer c.unlock()
-	if c.udp != nil {
-		c.udpProgress()
-	} else if q.nblocked > 0 || q.ctx.deadGen.Load() != q.deadGen {
-		q.progress()
-	}
+	q.drive()
 	var e ring.CQE
 	n := 0
 	for n < len(wcs) {
@@ -146,6 +142,17 @@ func (q *cq) Poll(wcs []verbsio.WC) (int, error) {
 		n++
 	}
 	return n, q.ringError()
+}
+
+// drive runs the engine's progress that polling owes: the udp fabric's
+// receive side and timers, or the shm fabric's retries and peer checks.
+func (q *cq) drive() {
+	c := q.ctx
+	if c.udp != nil {
+		c.udpProgress()
+	} else if q.nblocked > 0 || c.deadGen.Load() != q.deadGen {
+		q.progress()
+	}
 }
 
 // ringError reports overruns and lost completions (sticky for overruns: a
@@ -212,9 +219,22 @@ func (q *cq) checkClaimed(pid uint32) {
 // progress retries blocked sends and fails the work of QPs whose peer died.
 func (q *cq) progress() {
 	q.deadGen = q.ctx.deadGen.Load()
+	var t int64
 	for _, p := range q.qps {
-		if p.sendCQ == q && (p.blocked || p.peerGone()) {
+		if p.sendCQ != q {
+			continue
+		}
+		if p.peerGone() {
 			p.execute()
+			continue
+		}
+		if p.blocked {
+			if t == 0 {
+				t = now()
+			}
+			if t >= p.retryAt {
+				p.execute()
+			}
 		}
 	}
 }

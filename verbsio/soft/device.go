@@ -59,7 +59,12 @@ func shmDeviceAttr() verbsio.DeviceAttr {
 		PhysPortCnt:   1,
 		MaxInlineData: shmMaxInline,
 		MaxMsgSize:    shmMaxMsgSize,
-		SendPaths:     []string{"generic", "inline"},
+		MaxDMSize:     DMSize,
+		PacketPacing: verbsio.PacingCaps{RateLimitMinKbps: paceMinKbps, RateLimitMaxKbps: paceMaxKbps,
+			SupportedQP: []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC, verbsio.QPTypeUD}},
+		Interfaces: []verbsio.InterfaceCap{{Family: verbsio.FamilyQPBurst, Version: familyVersion[verbsio.FamilyQPBurst]},
+			{Family: verbsio.FamilyCQPoll, Version: familyVersion[verbsio.FamilyCQPoll]}},
+		SendPaths: []string{"generic", "burst", "inline", "dm", "dv"},
 	}
 }
 

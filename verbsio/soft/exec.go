@@ -127,6 +127,7 @@ const (
 	waitNone uint8 = iota
 	waitRNR
 	waitResponse
+	waitPace
 )
 
 // execute runs the send ring from sqExec to sqPI: the engine's doorbell.
@@ -141,6 +142,10 @@ func (q *qp) execute() {
 			return
 		}
 		pos := q.sqExec
+		if q.pace != nil && !q.pace.Take(uint64(q.byteLen(pos)), now()) {
+			q.block(waitPace)
+			return
+		}
 		st, wait := q.run(pos)
 		if wait != waitNone {
 			fail := q.block(wait)
@@ -210,6 +215,8 @@ func (q *qp) block(kind uint8) verbsio.Status {
 			q.rnrLeft--
 		}
 		q.retryAt = t + verbsio.RNRTimerDuration(uint8(q.remote.minRNR.Load()))
+	case waitPace:
+		q.retryAt = t + max(q.pace.Wait(uint64(q.byteLen(q.sqExec)), t), 1)
 	case waitResponse:
 		to := verbsio.TimeoutDuration(q.attr.Timeout)
 		if to > 0 && t-q.blockStart >= to*int64(q.attr.RetryCnt+1) {

@@ -1,6 +1,7 @@
 package soft
 
 import (
+	"github.com/rperf/rperf/internal/pace"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/soft/internal/ring"
 	"golang.org/x/sys/unix"
@@ -17,6 +18,7 @@ type qp struct {
 	rec      *qpRecord
 	reg      *region
 	sq       ring.SQ
+	sqMem    []byte  // the send ring's memory (direct verbs)
 	rq       ring.RQ // invalid when the QP receives through an SRQ
 	srq      *srq
 	cap      verbsio.QPCap
@@ -40,6 +42,9 @@ type qp struct {
 	destQPN uint32
 
 	u *udpQP // udp fabric transport; nil on shm
+
+	pace *pace.Bucket // packet pacing; nil when not rate limited
+	seg  verbsio.Segmenter
 
 	// Head-of-line wait (RNR, or no response from the target).
 	blocked    bool
@@ -110,6 +115,14 @@ func (p *pd) CreateQP(attr verbsio.QPInitAttr) (verbsio.QPImpl, error) {
 	if cp.MaxInlineData < 0 || cp.MaxInlineData > shmMaxInline {
 		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max_inline_data %d is above the device's %d", cp.MaxInlineData, shmMaxInline)
 	}
+	switch {
+	case attr.Segmenter == verbsio.SegmentKernel && c.udp == nil:
+		return nil, verbsio.Errorf("create_qp", unix.EOPNOTSUPP, "%s moves no packets: TSO (kernel segmentation) applies to the udp fabric", c.info.Name)
+	case attr.Segmenter == verbsio.SegmentKernel && !c.udp.gso:
+		return nil, verbsio.Errorf("create_qp", unix.EOPNOTSUPP, "TSO is unavailable on %s: %s", c.info.Name, c.udp.gsoWhy)
+	case attr.Segmenter > verbsio.SegmentEngine:
+		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "unknown segmenter %d", attr.Segmenter)
+	}
 	cp.MaxSendSGE = max(cp.MaxSendSGE, 1)
 	cp.MaxRecvSGE = max(cp.MaxRecvSGE, 1)
 	cp.MaxSendWR = pow2(cp.MaxSendWR)
@@ -144,8 +157,9 @@ func (p *pd) CreateQP(attr verbsio.QPInitAttr) (verbsio.QPImpl, error) {
 	}
 	mem := reg.seg.Bytes()
 	q := &qp{ctx: c, pd: p, typ: attr.Type, idx: uint32(idx), reg: reg, srq: s, cap: cp, sqSigAll: attr.SQSigAll,
-		sendCQ: sendCQ, recvCQ: recvCQ, state: verbsio.QPStateReset}
-	q.sq, _ = ring.ViewSQ(mem[rqBytes:], cp.MaxSendWR, cp.MaxSendSGE, cp.MaxInlineData)
+		sendCQ: sendCQ, recvCQ: recvCQ, state: verbsio.QPStateReset, seg: attr.Segmenter}
+	q.sqMem = mem[rqBytes : rqBytes+sqBytes : rqBytes+sqBytes]
+	q.sq, _ = ring.ViewSQ(q.sqMem, cp.MaxSendWR, cp.MaxSendSGE, cp.MaxInlineData)
 	if s == nil {
 		q.rq, _ = ring.ViewRQ(mem[:rqBytes], rqDepth, cp.MaxRecvSGE)
 	}
@@ -241,8 +255,8 @@ func (q *qp) Modify(attr *verbsio.QPAttr, mask verbsio.QPAttrMask) error {
 	if mask&verbsio.QPAttrAV != 0 && attr.AH.SGIDIndex != 0 {
 		return verbsio.Errorf("modify_qp", unix.EINVAL, "sgid_index %d: the GID table has one entry (index 0)", attr.AH.SGIDIndex)
 	}
-	if mask&verbsio.QPAttrRateLimit != 0 {
-		return verbsio.Errorf("modify_qp", unix.EOPNOTSUPP, "packet pacing is not supported on %s", q.ctx.info.Name)
+	if mask&verbsio.QPAttrRateLimit != 0 && attr.RateLimit != 0 && (attr.RateLimit < paceMinKbps || attr.RateLimit > paceMaxKbps) {
+		return verbsio.Errorf("modify_qp", unix.EINVAL, "rate_limit %d kbit/s is outside %d..%d (rdiag info shows packet_pacing)", attr.RateLimit, paceMinKbps, paceMaxKbps)
 	}
 	c := q.ctx
 	if c.udp != nil {
@@ -328,7 +342,22 @@ func (q *qp) storeAttr(a *verbsio.QPAttr, mask verbsio.QPAttrMask) {
 	if mask&verbsio.QPAttrMaxDestRdAtomic != 0 {
 		t.MaxDestRdAtomic = a.MaxDestRdAtomic
 	}
+	if mask&verbsio.QPAttrRateLimit != 0 {
+		t.RateLimit, t.MaxBurstSize, t.TypicalPktSize = a.RateLimit, a.MaxBurstSize, a.TypicalPktSize
+		q.pace = nil
+		if a.RateLimit != 0 {
+			burst := max(uint64(a.MaxBurstSize), uint64(a.TypicalPktSize), paceMinBurst)
+			q.pace = pace.New(uint64(a.RateLimit)*1000, burst)
+		}
+	}
 }
+
+// Packet pacing range and smallest burst (one MTU-sized packet).
+const (
+	paceMinKbps  = 1000        // 1 Mb/s
+	paceMaxKbps  = 100_000_000 // 100 Gb/s
+	paceMinBurst = 4096
+)
 
 // reset returns the QP to its state after creation: empty queues, no
 // connection, default attributes.

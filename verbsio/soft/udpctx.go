@@ -214,6 +214,13 @@ func (f *udpFabric) deviceAttr(base verbsio.DeviceAttr) verbsio.DeviceAttr {
 	a.NodeGUID = guidOf(f.dev)
 	a.SysImageGUID = a.NodeGUID
 	a.MaxMsgSize = udpMaxMsgSize
+	if f.gso {
+		// The largest payload one kernel segmentation call carries: as
+		// many 4096-byte packets as fit a UDP datagram.
+		a.TSO = verbsio.TSOCaps{MaxTSO: uint32(maxGSOBytes / (4096 + 32) * 4096),
+			SupportedQP: []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC, verbsio.QPTypeUD}}
+		a.SendPaths = []string{"generic", "burst", "inline", "dm", "tso", "dv"}
+	}
 	return a
 }
 
@@ -230,6 +237,7 @@ type txGroup struct {
 	bytes  int
 	seg, n int
 	short  bool // the last packet is shorter: the group is complete
+	gso    bool // the QP lets the kernel segment (not SegmentEngine)
 }
 
 // maxGSOSegs and maxGSOBytes bound one GSO send (UDP_MAX_SEGMENTS; the UDP
@@ -245,17 +253,17 @@ const (
 // begin starts a packet of size bytes made of at most pieces buffers to
 // path, closing the current group when the packet cannot join it, and
 // returns the packet's index in its group (its IPv4 identification).
-func (f *udpFabric) begin(path *udpPath, size, pieces, arena int) int {
+func (f *udpFabric) begin(path *udpPath, size, pieces, arena int, gso bool) int {
 	g := &f.grp
 	if g.n > 0 && (path.conn != g.path.conn || path.to != g.path.to || size > g.seg || g.short ||
-		g.n == maxGSOSegs || g.bytes+size > maxGSOBytes || !f.gso || len(f.iovs)-g.iov0+pieces > udp.MaxIov) {
+		g.n == maxGSOSegs || g.bytes+size > maxGSOBytes || !f.gso || !gso || !g.gso || len(f.iovs)-g.iov0+pieces > udp.MaxIov) {
 		f.closeGroup()
 	}
 	if f.off+pktOverhead+arena > len(f.arena) || len(f.iovs)+pieces > cap(f.iovs) {
 		f.flush()
 	}
 	if g.n == 0 {
-		g.path, g.iov0, g.seg = path, len(f.iovs), size
+		g.path, g.iov0, g.seg, g.gso = path, len(f.iovs), size, gso
 	}
 	if size < g.seg {
 		g.short = true
@@ -429,7 +437,10 @@ func (f *udpFabric) nextDeadline() time.Duration {
 	best := time.Duration(-1)
 	t := now()
 	for _, q := range f.active {
-		if d := q.u.deadline; d != 0 {
+		for _, d := range [...]int64{q.u.deadline, q.u.paceAt, q.u.rnrUntil} {
+			if d == 0 {
+				continue
+			}
 			w := time.Duration(d - t)
 			if w < 0 {
 				w = 0

@@ -98,6 +98,7 @@ type udpQP struct {
 	retryLeft int
 	rnrLeft   int
 	rnrUntil  int64
+	paceAt    int64 // pacing holds transmission until then
 	deadline  int64 // retransmission or probe timer; 0 when off
 	ackOut    bool  // a packet that asks for an answer (AckReq, READ, atomic) awaits it
 	reqAck    psn.PSN
@@ -133,7 +134,7 @@ type udpQP struct {
 
 // busy reports whether the QP has transport work outstanding.
 func (u *udpQP) busy() bool {
-	return u.deadline != 0 || u.rdN > 0 || u.rnrUntil != 0
+	return u.deadline != 0 || u.rdN > 0 || u.rnrUntil != 0 || u.paceAt != 0
 }
 
 // udpConnect sets up the transport at INIT->RTR (RC/UC: the peer's

@@ -101,7 +101,7 @@ func (q *qp) outstandingReads() int {
 func (q *qp) udpTransmit() {
 	u := q.u
 	f := u.f
-	if u.rnrUntil != 0 {
+	if u.rnrUntil != 0 || u.paceAt != 0 {
 		return
 	}
 	for u.sendPos != q.sqPI {
@@ -133,6 +133,9 @@ func (q *qp) udpTransmit() {
 			st = q.sendUD(pos, w, r)
 		default:
 			st = q.sendMessage(pos, w, r)
+		}
+		if st == statusPaused {
+			break
 		}
 		if st != verbsio.StatusSuccess {
 			r.done, r.status = true, st
@@ -249,7 +252,7 @@ func (q *qp) sendPacket(path *udpPath, srcs [][]byte, off uint64, n int, snapsho
 	if snapshot {
 		copyBytes = n
 	}
-	id := f.begin(path, size, len(srcs)+2, copyBytes)
+	id := f.begin(path, size, len(srcs)+2, copyBytes, q.seg != verbsio.SegmentEngine)
 	hdr := f.alloc(hl)
 	t.EncodeHeaders(hdr, n)
 	var crc uint32
@@ -302,9 +305,21 @@ func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 	npkt := npackets(total, u.mtu)
 	start := int(u.sendOff / uint64(u.mtu))
 	srcs := q.src[:nsrc]
+	var t0 int64
+	if q.pace != nil {
+		t0 = now()
+	}
 	for i := start; i < npkt; i++ {
 		off := uint64(i) * uint64(u.mtu)
 		n := int(min(uint64(u.mtu), total-min(total, off)))
+		if q.pace != nil && !q.pace.Take(uint64(n), t0) {
+			// Paced: the rest of the message leaves when the bucket
+			// refills (udpTick).
+			u.sendOff = off
+			u.paceAt = t0 + max(q.pace.Wait(uint64(n), t0), 1)
+			u.f.activate(q)
+			return statusPaused
+		}
 		rop := opcodeFor(q.typ, op, i, npkt)
 		last := i == npkt-1
 		t := q.header(rop, u.sqPSN, last && q.wantAck(pos, u.sqPSN), q.destQPN)
@@ -320,6 +335,10 @@ func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 	r.end = u.sqPSN
 	return verbsio.StatusSuccess
 }
+
+// statusPaused is sendMessage's answer when pacing holds the rest of a
+// message back (not a completion status).
+const statusPaused verbsio.Status = 0xff
 
 // sendRead transmits a READ request for the part not yet received.
 func (q *qp) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
@@ -662,6 +681,10 @@ func (q *qp) udpTick(t int64) {
 	u := q.u
 	if u.rnrUntil != 0 && t >= u.rnrUntil {
 		u.rnrUntil = 0
+		q.udpTransmit()
+	}
+	if u.paceAt != 0 && t >= u.paceAt {
+		u.paceAt = 0
 		q.udpTransmit()
 	}
 	if u.rdN > 0 {

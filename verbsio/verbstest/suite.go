@@ -37,6 +37,10 @@ func RunWith(t *testing.T, device string, opts verbsio.OpenOptions) {
 	t.Run("Resources", func(t *testing.T) { testResources(t, dev) })
 	t.Run("RNR", func(t *testing.T) { testRNR(t, dev) })
 	t.Run("PeerGone", func(t *testing.T) { testPeerGone(t, dev) })
+	t.Run("DeviceMemory", func(t *testing.T) { testDeviceMemory(t, dev) })
+	t.Run("Interfaces", func(t *testing.T) { testInterfaces(t, dev) })
+	t.Run("DirectVerbs", func(t *testing.T) { testDirectVerbs(t, dev) })
+	t.Run("Pacing", func(t *testing.T) { testPacing(t, dev) })
 }
 
 func fill(b []byte, seed byte) {

@@ -1,30 +1,20 @@
 package ring
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/rperf/rperf/verbsio/dv"
+)
 
 // Send ring layout.
 const (
 	SendWQEHdr = 64 // bytes of a send WQE before its SGEs or inline data
 )
 
-// SendWQE is the fixed part of a send WQE as stored in the send ring. The
-// SGEs (SGESize bytes each) or the inline payload follow it.
-type SendWQE struct {
-	WRID       uint64 // 0
-	Opcode     uint8  // 8: verbsio.Opcode
-	Flags      uint8  // 9: verbsio.SendFlags
-	NumSGE     uint16 // 10
-	InlineLen  uint32 // 12: bytes of inline payload (Flags has INLINE)
-	Imm        uint32 // 16
-	RKey       uint32 // 20
-	RAddr      uint64 // 24
-	CompareAdd uint64 // 32
-	Swap       uint64 // 40
-	UDQPN      uint32 // 48
-	UDQKey     uint32 // 52
-	AH         uint32 // 56: address handle number (UD)
-	_          uint32 // 60
-}
+// SendWQE is the fixed part of a send WQE as stored in the send ring (its
+// layout is direct verbs' ABI, defined in verbsio/dv). The SGEs
+// (SGESize bytes each) or the inline payload follow it.
+type SendWQE = dv.SendWQE
 
 // SendStride is the bytes per send WQE with room for maxSGE SGEs or
 // maxInline bytes of inline data, rounded up to 64.
