@@ -242,9 +242,9 @@ func TestNewBandwidthDurationResult(t *testing.T) {
 }
 
 func TestBandwidthPlus(t *testing.T) {
-	a := Bandwidth{BWPeakGbps: 10, BWAvgGbps: 9, BWPeakMiBps: 1192, BWAvgMiBps: 1073, MsgRateMpps: 1, PeakStatus: PeakMeasured}
-	b := Bandwidth{BWPeakGbps: 0, BWAvgGbps: 8, BWPeakMiBps: 0, BWAvgMiBps: 954, MsgRateMpps: 0.5, PeakStatus: PeakDurationMode}
-	want := Bandwidth{BWPeakGbps: 10, BWAvgGbps: 17, BWPeakMiBps: 1192, BWAvgMiBps: 2027, MsgRateMpps: 1.5, PeakStatus: PeakDurationMode}
+	a := Bandwidth{BWPeakGbps: 10, BWAvgGbps: 9, BWPeakMiBps: 1192, BWAvgMiBps: 1073, MsgRateMpps: 1, PeakStatus: PeakMeasured, LostMessages: 2}
+	b := Bandwidth{BWPeakGbps: 0, BWAvgGbps: 8, BWPeakMiBps: 0, BWAvgMiBps: 954, MsgRateMpps: 0.5, PeakStatus: PeakDurationMode, LostMessages: 5}
+	want := Bandwidth{BWPeakGbps: 10, BWAvgGbps: 17, BWPeakMiBps: 1192, BWAvgMiBps: 2027, MsgRateMpps: 1.5, PeakStatus: PeakDurationMode, LostMessages: 7}
 	if diff := cmp.Diff(want, a.Plus(b)); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}

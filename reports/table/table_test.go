@@ -183,3 +183,22 @@ func TestWriteReportsWriteErrors(t *testing.T) {
 		t.Error("write error swallowed")
 	}
 }
+
+func TestBandwidthNotes(t *testing.T) {
+	var buf bytes.Buffer
+	rs := []reports.Result{
+		{Bytes: 64, Bandwidth: &reports.Bandwidth{PeakStatus: reports.PeakReceiver, LostMessages: 3}},
+		{Bytes: 128, Bandwidth: &reports.Bandwidth{PeakStatus: reports.PeakMeasured, LostMessages: 1}},
+		{Bytes: 256, Bandwidth: &reports.Bandwidth{PeakStatus: reports.PeakMeasured}},
+	}
+	if err := table.WriteBandwidthNotes(&buf, rs, testClock); err != nil {
+		t.Fatal(err)
+	}
+	want := " note: 64 B: measured on the receiving side, from the first receive to the last; no BW peak (shown as 0.00)\n" +
+		" note: 64 B: 3 messages lost on the way (UC/UD); the rates count what arrived\n" +
+		" note: 128 B: 1 message lost on the way (UC/UD); the rates count what arrived\n" +
+		" clock: monotonic (runtime nanotime, CLOCK_MONOTONIC via vDSO): resolution 20 ns, cost 21.5 ns per read\n"
+	if diff := cmp.Diff(want, buf.String()); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}

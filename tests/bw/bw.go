@@ -475,15 +475,21 @@ func (r *runner) receiverResult(size int, iters int64, st recvStats) (reports.Re
 		res.Mode = reports.ModeDuration
 		msgs, elapsed = st.winCount, st.window
 	}
-	if msgs == 0 || elapsed <= 0 {
+	res.Iterations = msgs
+	res.Bandwidth = &reports.Bandwidth{PeakStatus: reports.PeakReceiver}
+	switch {
+	case msgs > 0 && elapsed > 0:
+		avg, err := reports.BWAverage(int64(size), msgs, elapsed)
+		if err != nil {
+			return reports.Result{}, err
+		}
+		res.ElapsedNs = elapsed
+		res.BWAvgMiBps, res.BWAvgGbps, res.MsgRateMpps = avg.MiBps, avg.Gbps, avg.Mpps
+	case st.dur || r.reliableRecv():
 		return reports.Result{}, fmt.Errorf("%d B: too few messages received to measure (%d); run longer", size, msgs)
 	}
-	avg, err := reports.BWAverage(int64(size), msgs, elapsed)
-	if err != nil {
-		return reports.Result{}, err
-	}
-	res.Iterations, res.ElapsedNs = msgs, elapsed
-	res.Bandwidth = &reports.Bandwidth{BWAvgMiBps: avg.MiBps, BWAvgGbps: avg.Gbps, MsgRateMpps: avg.Mpps, PeakStatus: reports.PeakReceiver}
+	// Over UC/UD, so few messages arrived that no interval separates the
+	// first from the last: the rates stay 0 and lost_messages says why.
 	if !st.dur {
 		if want := iters * int64(cfg.QPs); st.count < want {
 			res.LostMessages = want - st.count
@@ -491,6 +497,8 @@ func (r *runner) receiverResult(size int, iters int64, st recvStats) (reports.Re
 	}
 	return res, nil
 }
+
+func (r *runner) reliableRecv() bool { return r.cfg.Connection == verbsio.QPTypeRC }
 
 // exchange swaps reports with the peer and returns this side's result.
 func (r *runner) exchange(ctx context.Context, size int, local measured) (reports.Result, error) {

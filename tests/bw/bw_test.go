@@ -211,3 +211,25 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreliableLoss starves a UD receiver (one receive posted) so that
+// messages are dropped: the receiver stops after the quiet period and
+// reports what was lost; the sender's figures are unaffected.
+func TestUnreliableLoss(t *testing.T) {
+	cfg := bw.Default(bw.Send)
+	cfg.Connection = verbsio.QPTypeUD
+	cfg.Sizes = []int{1024}
+	cfg.Iterations = 2000
+	cfg.RxDepth = 1
+	srv, cli, srvErr, cliErr := runPair(t, cfg, cfg)
+	if srvErr != nil || cliErr != nil {
+		t.Fatalf("server: %v; client: %v", srvErr, cliErr)
+	}
+	s, c := srv[0], cli[0]
+	if s.LostMessages == 0 || s.Iterations+s.LostMessages != 2000 || s.PeakStatus != reports.PeakReceiver {
+		t.Errorf("receiver: %d received, %d lost, peak %s", s.Iterations, s.LostMessages, s.PeakStatus)
+	}
+	if c.Iterations != 2000 || c.LostMessages != 0 {
+		t.Errorf("sender: %d messages, %d lost", c.Iterations, c.LostMessages)
+	}
+}
