@@ -678,9 +678,6 @@ func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendSta
 			if winBeg == 0 && rp.ph.Sampling(now) {
 				winBeg = now
 			}
-			if st.window == 0 && winBeg != 0 && now >= rp.ph.StopAt {
-				st.window = now - winBeg
-			}
 		}
 		if !ending {
 			for _, p := range x.qps {
@@ -783,8 +780,9 @@ func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendSta
 			return st, err
 		}
 	}
-	if dur && st.window == 0 && winBeg != 0 {
-		st.window = clock.Now() - winBeg
+	if dur && winBeg != 0 {
+		end := clock.Now()
+		st.window = rp.ph.WindowEnd(end, end) - winBeg
 	}
 	if rp.stamps {
 		st.posted, st.completed = x.posted, x.compl
@@ -902,9 +900,6 @@ func (r *receiver) step() (int, error) {
 			}
 			r.st.winCount++
 		}
-		if r.ph != nil && r.st.window == 0 && r.winBeg != 0 && t >= r.ph.StopAt {
-			r.st.window = t - r.winBeg
-		}
 	}
 	r.st.last = t
 	return n, nil
@@ -953,8 +948,8 @@ func (r *receiver) run(ctx context.Context, iters int64, ph *session.Phases) (re
 			return r.st, err
 		}
 	}
-	if r.ph != nil && r.st.window == 0 && r.winBeg != 0 {
-		r.st.window = r.st.last - r.winBeg
+	if r.ph != nil && r.winBeg != 0 {
+		r.st.window = r.ph.WindowEnd(clock.Now(), r.st.last) - r.winBeg
 	}
 	return r.st, nil
 }

@@ -399,7 +399,6 @@ type sampler struct {
 	posts  int64 // posts so far
 	inWin  int64 // duration: posts stamped inside the window
 	winBeg int64
-	winEnd int64
 	last   int64 // last stamp inside the window
 }
 
@@ -422,8 +421,6 @@ func (sm *sampler) stamp(now int64) {
 		}
 		sm.inWin++
 		sm.last = now
-	} else if now >= sm.ph.StopAt && sm.winEnd == 0 && sm.inWin > 0 {
-		sm.winEnd = now
 	}
 	sm.prev = now
 }
@@ -432,10 +429,10 @@ func (sm *sampler) stats(iters int) stats {
 	if !sm.dur {
 		return stats{iterations: int64(iters)}
 	}
-	end := sm.winEnd
-	if end == 0 {
-		end = sm.last
+	if sm.inWin == 0 {
+		return stats{}
 	}
+	end := sm.ph.WindowEnd(clock.Now(), sm.last)
 	return stats{iterations: sm.inWin, elapsed: end - sm.winBeg}
 }
 

@@ -50,6 +50,12 @@ func TestPhases(t *testing.T) {
 			t.Errorf("at %d: sampling %v ended %v, want %v %v", c.at-1000, p.Sampling(c.at), p.Ended(c.at), c.sampling, c.ended)
 		}
 	}
+	if got := p.WindowEnd(1000+4*s, 1000+2*s+5); got != p.StopAt {
+		t.Errorf("WindowEnd after the window: %d, want StopAt", got)
+	}
+	if got := p.WindowEnd(1000+3*s-10, 1000+2*s+5); got != 1000+2*s+5 {
+		t.Errorf("WindowEnd of a loop stopped inside the window: %d, want its last reading", got)
+	}
 	z := NewPhases(0, time.Second, 0)
 	if !z.Sampling(0) || z.Sampling(int64(time.Second)) || !z.Ended(int64(time.Second)) {
 		t.Error("no margin: the window is the whole run")

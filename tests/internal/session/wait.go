@@ -291,3 +291,15 @@ func (p *Phases) Sampling(now int64) bool { return now >= p.SampleAt && now < p.
 
 // Ended reports whether the run is over at now.
 func (p *Phases) Ended(now int64) bool { return now >= p.EndAt }
+
+// WindowEnd returns where the sample window ended for a loop that stopped
+// at now: StopAt if the loop got that far (as perftest stamps the window's
+// end when its alarm fires, whatever the loop was doing), else last, the
+// loop's last reading inside the window (a side that the peer stopped
+// early).
+func (p *Phases) WindowEnd(now, last int64) int64 {
+	if now >= p.StopAt {
+		return p.StopAt
+	}
+	return last
+}
