@@ -147,6 +147,9 @@ func (q *QP) Inline(pos uint32, n int) []byte {
 // Doorbell once the batch is written. It returns nil when the ring has no
 // free slot (poll completions first).
 func (q *QP) Next() (*SendWQE, uint32) {
+	if int32(q.pi-q.Producer()) < 0 {
+		q.pi = q.Producer() // the QP was posted to through verbsio since
+	}
 	if q.pi-q.Producer() >= q.Free() {
 		return nil, 0
 	}
