@@ -887,9 +887,7 @@ func (r *receiver) step() (int, error) {
 		p := r.qps[int(wc.ID)%len(r.qps)]
 		p.rcnt++
 		r.st.count++
-		if err := p.q.Repost(); err != nil {
-			return 0, fmt.Errorf("repost a receive on QP %d: %w", p.q.Index, err)
-		}
+		p.q.RepostLater()
 		if wc.Flags&verbsio.WCWithImm != 0 && wc.Imm == session.StopImm && !p.done {
 			p.done = true
 			r.ndone++
@@ -899,6 +897,11 @@ func (r *receiver) step() (int, error) {
 				r.winBeg = t
 			}
 			r.st.winCount++
+		}
+	}
+	for _, p := range r.qps {
+		if err := p.q.Flush(); err != nil {
+			return 0, fmt.Errorf("repost receives on QP %d: %w", p.q.Index, err)
 		}
 	}
 	r.st.last = t
@@ -966,8 +969,11 @@ func (r *receiver) drain() error {
 			return nil
 		}
 		for i := range n {
-			if err := r.qps[int(r.wcs[i].ID)%len(r.qps)].q.Repost(); err != nil {
-				return fmt.Errorf("repost a receive: %w", err)
+			r.qps[int(r.wcs[i].ID)%len(r.qps)].q.RepostLater()
+		}
+		for _, p := range r.qps {
+			if err := p.q.Flush(); err != nil {
+				return fmt.Errorf("repost receives: %w", err)
 			}
 		}
 	}

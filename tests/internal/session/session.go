@@ -114,9 +114,13 @@ type QP struct {
 	// UD addresses the peer for UD QPs.
 	UD verbsio.UDAddr
 
-	recv [1]verbsio.RecvWR
+	recv [RepostBatch]verbsio.RecvWR // identical receives, for batched reposts
 	sge  [1]verbsio.SGE
+	owed int // receives consumed and not yet reposted (RepostLater)
 }
+
+// RepostBatch is the most receives Repost and Flush post in one call.
+const RepostBatch = 64
 
 // Session is a connected set of QPs and the connection they were set up
 // over. Its loops are driven by one goroutine.
@@ -324,7 +328,9 @@ func (s *Session) createResources() error {
 		}
 		q := &QP{QP: qp, Index: i, SendOff: 2 * i * s.Region, RecvOff: (2*i + 1) * s.Region}
 		q.sge[0] = s.MR.SGE(q.RecvOff, s.Region)
-		q.recv[0] = verbsio.RecvWR{ID: uint64(i), SGL: q.sge[:]}
+		for j := range q.recv {
+			q.recv[j] = verbsio.RecvWR{ID: uint64(i), SGL: q.sge[:]}
+		}
 		s.QPs = append(s.QPs, q)
 	}
 	return nil
@@ -367,10 +373,12 @@ func (s *Session) connect(q *QP, local, remote cm.Dest) error {
 
 // PostRecvs posts n receives on q, each covering its whole receive region.
 func (s *Session) PostRecvs(q *QP, n int) error {
-	for i := 0; i < n; i++ {
-		if _, err := q.PostRecv(q.recv[:]); err != nil {
+	for n > 0 {
+		k := min(n, RepostBatch)
+		if _, err := q.PostRecv(q.recv[:k]); err != nil {
 			return fmt.Errorf("post a receive on QP %d: %w", q.Index, err)
 		}
+		n -= k
 	}
 	return nil
 }
@@ -378,8 +386,25 @@ func (s *Session) PostRecvs(q *QP, n int) error {
 // Repost posts one receive on q again after one was consumed. It never
 // allocates.
 func (q *QP) Repost() error {
-	_, err := q.PostRecv(q.recv[:])
+	_, err := q.PostRecv(q.recv[:1])
 	return err
+}
+
+// RepostLater counts one consumed receive, to be posted again by Flush, so
+// that a poll batch costs one post call per QP.
+func (q *QP) RepostLater() { q.owed++ }
+
+// Flush posts the receives counted by RepostLater, in batches. It never
+// allocates.
+func (q *QP) Flush() error {
+	for q.owed > 0 {
+		k := min(q.owed, RepostBatch)
+		if _, err := q.PostRecv(q.recv[:k]); err != nil {
+			return err
+		}
+		q.owed -= k
+	}
+	return nil
 }
 
 // RecvPayload returns the offset in the buffer where a received message's
