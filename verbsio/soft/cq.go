@@ -29,6 +29,7 @@ type cq struct {
 	overrunSeen bool
 	lostSeen    uint32
 	users       int
+	liveTick    uint32
 }
 
 var _ verbsio.CQImpl = (*cq)(nil)
@@ -150,8 +151,25 @@ func (q *cq) drive() {
 	c := q.ctx
 	if c.udp != nil {
 		c.udpProgress()
-	} else if q.nblocked > 0 || c.deadGen.Load() != q.deadGen {
+		return
+	}
+	// The watcher learns of a peer's exit from its pidfd, but a watcher
+	// goroutine may wait for a CPU behind busy pollers; every few thousand
+	// polls the poller asks the kernel itself (one poll(2) per peer).
+	if q.liveTick++; q.liveTick&4095 == 0 {
+		q.checkPeers()
+	}
+	if q.nblocked > 0 || c.deadGen.Load() != q.deadGen {
 		q.progress()
+	}
+}
+
+// checkPeers asks the kernel whether the peers of this CQ's QPs live.
+func (q *cq) checkPeers() {
+	for _, p := range q.qps {
+		if p.peer != nil && !p.peer.proc.Dead() && !p.peer.proc.CheckAlive() {
+			q.ctx.deadGen.Add(1)
+		}
 	}
 }
 

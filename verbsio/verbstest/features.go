@@ -291,8 +291,11 @@ func testPacing(t *testing.T, dev target) {
 			t.Fatal(wc.Status)
 		}
 	}
+	// The limit must hold: never faster than the rate. (How closely the
+	// engine follows it is measured by BenchmarkPacing and rperf pacing;
+	// a loaded machine or the race detector only makes it slower.)
 	want := time.Duration(float64((n-1)*size) / 50e6 * 1e9)
-	if el < want*95/100 || el > want*130/100 {
+	if el < want*97/100 || el > want*3 {
 		t.Errorf("%d paced writes took %v, want about %v (rate 400 Mb/s)", n, el, want)
 	}
 	// Removing the limit: the same writes go at full speed.
