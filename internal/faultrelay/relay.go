@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Config configures a Relay.
@@ -13,6 +15,9 @@ type Config struct {
 	// ListenA and ListenB are the local addresses of the sockets facing A
 	// and B; empty means "127.0.0.1:0". Use a concrete address (not
 	// 0.0.0.0 or ::), since it is what the endpoints are told to send to.
+	// The relay gives its sockets (ConnA and ConnB too) 4 MiB buffers (beyond
+	// net.core.rmem_max when it runs as root), so bursts are not lost
+	// while its goroutines wait for a CPU.
 	ListenA, ListenB string
 	// ConnA and ConnB, when set, are sockets to use instead of listening on
 	// ListenA and ListenB: for example sockets opened in two network
@@ -86,6 +91,7 @@ func New(cfg Config) (*Relay, error) {
 
 func listen(conn *net.UDPConn, addr string) (*net.UDPConn, error) {
 	if conn != nil {
+		growBuffers(conn)
 		return conn, nil
 	}
 	if addr == "" {
@@ -95,7 +101,37 @@ func listen(conn *net.UDPConn, addr string) (*net.UDPConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return net.ListenUDP("udp", ua)
+	c, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, err
+	}
+	growBuffers(c)
+	return c, nil
+}
+
+// socketBuffer is the receive and send buffer size the relay asks for, so
+// that it adds no loss of its own when its goroutines are descheduled.
+const socketBuffer = 4 << 20
+
+// growBuffers enlarges c's buffers to socketBuffer: beyond the
+// net.core.[rw]mem_max limits when the process may (CAP_NET_ADMIN), within
+// them otherwise.
+func growBuffers(c *net.UDPConn) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return
+	}
+	var rerr, werr error
+	rc.Control(func(fd uintptr) {
+		rerr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, socketBuffer)
+		werr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, socketBuffer)
+	})
+	if rerr != nil {
+		c.SetReadBuffer(socketBuffer)
+	}
+	if werr != nil {
+		c.SetWriteBuffer(socketBuffer)
+	}
 }
 
 func closeConns(cs ...*net.UDPConn) {

@@ -115,7 +115,7 @@ func listenLoopback(t *testing.T, network string) *net.UDPConn {
 		t.Fatal(err)
 	}
 	c := pc.(*net.UDPConn)
-	c.SetReadBuffer(4 << 20)
+	growBuffers(c)
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -137,6 +137,21 @@ func newRelay(t *testing.T, cfg Config, a, b *net.UDPConn) *Relay {
 	}
 	t.Cleanup(func() { r.Close() })
 	return r
+}
+
+// settled returns the counters once they stopped changing: a receiver may
+// see a datagram an instant before the forwarder counts it as forwarded.
+func settled(stats func() Stats) Stats {
+	prev := stats()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		cur := stats()
+		if cur == prev {
+			return cur
+		}
+		prev = cur
+	}
+	return prev
 }
 
 // noRelayGoroutines fails t if goroutines of this package's forwarders are
@@ -179,7 +194,7 @@ func TestRelayFaithful(t *testing.T) {
 			if len(back.seqs) != 100 || back.from[r.AddrA()] != 100 {
 				t.Errorf("A got %d from %v, want 100 from %v", len(back.seqs), back.from, r.AddrA())
 			}
-			s := r.Stats()
+			s := settled(r.Stats)
 			if want := (Counters{Received: n, Forwarded: n}); s.AtoB != want {
 				t.Errorf("A->B counters %+v, want %+v", s.AtoB, want)
 			}
@@ -240,7 +255,7 @@ func TestRelayFaults(t *testing.T) {
 			r := newRelay(t, Config{AtoB: tt.f, Seed: 99}, a, b)
 			sendStream(t, a, r.AddrA(), n, 100)
 			got := receiveStream(b, n*2)
-			c := r.Stats().AtoB
+			c := settled(r.Stats).AtoB
 			if c.Received != n || c.Errors != 0 || c.Discarded != 0 {
 				t.Fatalf("counters %+v: want %d received, no errors or discards", c, n)
 			}
@@ -248,8 +263,8 @@ func TestRelayFaults(t *testing.T) {
 				t.Errorf("Forwarded %d, want %d", c.Forwarded, n-c.Dropped+c.Duplicated)
 			}
 			tt.check(t, got, c)
-			if r.Stats().BtoA != (Counters{}) {
-				t.Errorf("B->A counters %+v, want zero", r.Stats().BtoA)
+			if settled(r.Stats).BtoA != (Counters{}) {
+				t.Errorf("B->A counters %+v, want zero", settled(r.Stats).BtoA)
 			}
 		})
 	}
@@ -271,7 +286,7 @@ func TestRelayDelay(t *testing.T) {
 	if rtt := time.Since(start); rtt < 2*delay || rtt > 2*delay+time.Second {
 		t.Errorf("round trip %v, want about %v", rtt, 2*delay)
 	}
-	if s := r.Stats(); s.AtoB.Delayed != 1 || s.BtoA.Delayed != 1 {
+	if s := settled(r.Stats); s.AtoB.Delayed != 1 || s.BtoA.Delayed != 1 {
 		t.Errorf("Delayed %d and %d, want 1 and 1", s.AtoB.Delayed, s.BtoA.Delayed)
 	}
 }
@@ -284,7 +299,7 @@ func TestRelayMaxDatagrams(t *testing.T) {
 	if len(got.seqs) != 10 {
 		t.Errorf("B got %d, want the cap of 10", len(got.seqs))
 	}
-	if c := r.Stats().AtoB; c.Received != 25 || c.Forwarded != 10 || c.Discarded != 15 {
+	if c := settled(r.Stats).AtoB; c.Received != 25 || c.Forwarded != 10 || c.Discarded != 15 {
 		t.Errorf("counters %+v, want 25 received, 10 forwarded, 15 discarded", c)
 	}
 }
@@ -322,7 +337,7 @@ func TestRelayLearnsPeers(t *testing.T) {
 	if got := receiveStream(a, 3); len(got.seqs) != 0 {
 		t.Fatalf("A got %d datagrams before the relay could know it", len(got.seqs))
 	}
-	if c := r.Stats().BtoA; c.Discarded != 3 {
+	if c := settled(r.Stats).BtoA; c.Discarded != 3 {
 		t.Errorf("B->A Discarded %d, want 3", c.Discarded)
 	}
 	// A speaks: learned, and B (learned from its first datagrams) hears it.
@@ -439,6 +454,8 @@ func TestRelayBetweenNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	growBuffers(a)
+	growBuffers(b)
 	r := newRelay(t, Config{ConnA: connA, ConnB: connB, BtoA: Faults{Drop: 1, MaxFaults: 2}}, a, b)
 	sendStream(t, a, r.AddrA(), 50, 100)
 	if got := receiveStream(b, 50); len(got.seqs) != 50 {
@@ -460,7 +477,7 @@ func TestRelayBadSendCountsErrors(t *testing.T) {
 	for r.Stats().AtoB.Errors < 5 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if c := r.Stats().AtoB; c.Errors != 5 || c.Forwarded != 0 {
+	if c := settled(r.Stats).AtoB; c.Errors != 5 || c.Forwarded != 0 {
 		t.Errorf("counters %+v, want 5 errors", c)
 	}
 }

@@ -20,7 +20,12 @@ import (
 // host, all removed when the test ends.
 func wireSetup(t *testing.T, network string, cfg WireConfig, portB int) (p *netns.Pair, w *Wire, a, b *net.UDPConn) {
 	t.Helper()
-	p = netns.Setup(t, netns.Options{Middle: true})
+	return wireSetupWith(t, netns.Options{Middle: true}, network, cfg, portB)
+}
+
+func wireSetupWith(t *testing.T, opts netns.Options, network string, cfg WireConfig, portB int) (p *netns.Pair, w *Wire, a, b *net.UDPConn) {
+	t.Helper()
+	p = netns.Setup(t, opts)
 	w, err := NewWire(p.Mid, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -35,15 +40,53 @@ func wireSetup(t *testing.T, network string, cfg WireConfig, portB int) (p *netn
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.SetReadBuffer(4 << 20)
+	growBuffers(a)
+	growBuffers(b)
 	t.Cleanup(func() { b.Close() })
 	return p, w, a, b
 }
 
 func TestWireTransparent(t *testing.T) {
-	for _, network := range []string{"udp4", "udp6"} {
-		t.Run(network, func(t *testing.T) {
-			p, w, a, b := wireSetup(t, network, WireConfig{}, 0)
+	tests := []struct {
+		network string
+		dynamic bool // resolve addresses through the wire
+	}{
+		{"udp4", false},
+		{"udp6", false},
+		{"udp4", true},
+		{"udp6", true},
+	}
+	for _, tt := range tests {
+		network := tt.network
+		name := network
+		if tt.dynamic {
+			name += " with neighbour discovery"
+		}
+		t.Run(name, func(t *testing.T) {
+			opts := netns.Options{Middle: true, DynamicNeighbors: tt.dynamic}
+			p, w, a, b := wireSetupWith(t, opts, network, WireConfig{}, 0)
+			if tt.dynamic {
+				// Resolve first: a burst sent while resolution is pending
+				// may be dropped or reordered by the sender's kernel.
+				sendStream(t, a, addrOf(b), 1, 64)
+				if got := receiveStream(b, 1); len(got.seqs) != 1 {
+					t.Fatal("nothing crossed while resolving addresses")
+				}
+				sendStream(t, b, addrOf(a), 1, 64)
+				if got := receiveStream(a, 1); len(got.seqs) != 1 {
+					t.Fatal("nothing came back while resolving addresses")
+				}
+				s := settled(w.Stats)
+				if s.AtoB.Other == 0 || s.BtoA.Other == 0 {
+					t.Errorf("no ARP or neighbour discovery frames crossed: %+v", s)
+				}
+				w.Close()
+				var err error
+				if w, err = NewWire(p.Mid, WireConfig{}); err != nil {
+					t.Fatal(err)
+				}
+				defer w.Close()
+			}
 			const n = 500
 			sendStream(t, a, addrOf(b), n, 1000)
 			got := receiveStream(b, n)
@@ -58,12 +101,9 @@ func TestWireTransparent(t *testing.T) {
 			if back := receiveStream(a, 50); len(back.seqs) != 50 || back.from[addrOf(b)] != 50 {
 				t.Errorf("A got %d from %v, want 50 from %v", len(back.seqs), back.from, addrOf(b))
 			}
-			s := w.Stats()
+			s := settled(w.Stats)
 			if s.AtoB.Received != n || s.AtoB.Forwarded != n || s.BtoA.Received != 50 || s.BtoA.Forwarded != 50 {
 				t.Errorf("counters %+v, want %d and 50 received and forwarded", s, n)
-			}
-			if s.AtoB.Other == 0 && s.BtoA.Other == 0 {
-				t.Error("no ARP or neighbour discovery frame crossed")
 			}
 			if s.AtoB.Errors+s.BtoA.Errors != 0 {
 				t.Errorf("errors: %+v", s)
@@ -217,7 +257,7 @@ func TestWireFaults(t *testing.T) {
 			p, w, a, b := wireSetup(t, tt.network, WireConfig{AtoB: tt.f, Seed: 5}, 0)
 			sendStream(t, a, addrOf(b), n, 300)
 			got := receiveStream(b, 2*n)
-			c := w.Stats().AtoB
+			c := settled(w.Stats).AtoB
 			if c.Received != n || c.Errors != 0 || c.Discarded != 0 {
 				t.Fatalf("counters %+v: want %d received, no errors or discards", c, n)
 			}
@@ -237,6 +277,7 @@ func TestWirePortFilterAndCaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	growBuffers(other)
 	defer other.Close()
 
 	sendStream(t, a, addrOf(other), 20, 100) // not port 4791: untouched
@@ -247,7 +288,7 @@ func TestWirePortFilterAndCaps(t *testing.T) {
 	if got := receiveStream(b, 20); len(got.seqs) != 0 {
 		t.Errorf("port %d got %d, want all dropped", roce, len(got.seqs))
 	}
-	c := w.Stats().AtoB
+	c := settled(w.Stats).AtoB
 	// 40 received, of which the cap of 30 accepted: 20 passed, 10 dropped.
 	if c.Received != 40 || c.Passed != 20 || c.Dropped != 10 || c.Discarded != 10 || c.Forwarded != 20 {
 		t.Errorf("counters %+v, want 40 received, 20 passed, 10 dropped, 10 discarded", c)
@@ -286,7 +327,7 @@ func TestWireSegmentsGSO(t *testing.T) {
 			if len(got.seqs) > 0 && got.seqs[0] != 3 {
 				t.Errorf("first datagram at B #%d, want #3 (the first three dropped)", got.seqs[0])
 			}
-			if c := w.Stats().AtoB; c.Received != rounds*segs || c.Dropped != 3 {
+			if c := settled(w.Stats).AtoB; c.Received != rounds*segs || c.Dropped != 3 {
 				t.Errorf("counters %+v, want %d received, 3 dropped", c, rounds*segs)
 			}
 		})
@@ -333,7 +374,7 @@ func TestWireWithAddresses(t *testing.T) {
 	if fmt.Sprint(got.seqs) != "[0 0 1 2]" {
 		t.Errorf("A got %v, want [0 0 1 2]", got.seqs)
 	}
-	if w.Stats().BtoA.Duplicated != 1 {
-		t.Errorf("counters %+v", w.Stats().BtoA)
+	if settled(w.Stats).BtoA.Duplicated != 1 {
+		t.Errorf("counters %+v", settled(w.Stats).BtoA)
 	}
 }

@@ -23,6 +23,12 @@
 // the creating process's pid, so CleanupStale can remove what a crashed run
 // left behind without touching the namespaces of a live one.
 //
+// A and B know each other's MAC addresses from the start (permanent
+// neighbour entries), so no first burst waits on ARP or neighbour discovery,
+// where the kernel would drop what overflows its small queue and let later
+// datagrams overtake the queued ones; Options.DynamicNeighbors restores
+// ordinary resolution.
+//
 // Addresses come from 10.192.0.0/10 (a /24 per pair) and fd72:7066::/32
 // (a /64 per pair), chosen from the pid and a counter so that concurrent test
 // processes get distinct subnets; they exist only inside the namespaces, so

@@ -58,6 +58,15 @@ type Options struct {
 	// Bridge, with Middle, joins Mid's two links in a kernel bridge so that A
 	// and B reach each other with no user-space forwarder.
 	Bridge bool
+	// DynamicNeighbors leaves address resolution (ARP, IPv6 neighbour
+	// discovery) to run as usual. By default A and B get permanent
+	// neighbour entries for each other's addresses instead, because a
+	// burst sent while resolution is pending waits in a small queue, which
+	// drops what overflows it (net.ipv4.neigh.*.unres_qlen_bytes) and, once
+	// resolved, can be overtaken by datagrams sent meanwhile: first-burst
+	// loss and reordering that a transport test would otherwise have to
+	// tell from the faults it injects.
+	DynamicNeighbors bool
 }
 
 // Host is one end of a Pair: a namespace with one veth link and addresses.
@@ -228,7 +237,40 @@ func (p *Pair) build(opts Options) error {
 			}
 		}
 	}
+	if !opts.DynamicNeighbors {
+		if err := p.staticNeighbors(); err != nil {
+			return err
+		}
+	}
 	return p.waitRunning()
+}
+
+// staticNeighbors gives A and B permanent neighbour entries for each
+// other's IPv4 and IPv6 addresses.
+func (p *Pair) staticNeighbors() error {
+	macs := map[string]string{}
+	for _, h := range []Host{p.A, p.B} {
+		err := h.Run(func() error {
+			ifc, err := net.InterfaceByName(h.Link)
+			if err != nil {
+				return err
+			}
+			macs[h.NS] = ifc.HardwareAddr.String()
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("netns: static neighbours: %w", err)
+		}
+	}
+	for _, hp := range [][2]Host{{p.A, p.B}, {p.B, p.A}} {
+		h, peer := hp[0], hp[1]
+		for _, addr := range []netip.Prefix{peer.Addr4, peer.Addr6} {
+			if err := ip("-n", h.NS, "neigh", "replace", addr.Addr().String(), "lladdr", macs[peer.NS], "dev", h.Link, "nud", "permanent"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Interface indexes of the veth ends. Both ends of a veth pair must differ:

@@ -455,3 +455,37 @@ func TestCleanupStale(t *testing.T) {
 		t.Errorf("List() = %v after cleanup; want %s gone and %s kept", names, stale, live)
 	}
 }
+
+func TestNeighbors(t *testing.T) {
+	Skip(t)
+	tests := []struct {
+		name string
+		opts Options
+	}{
+		{"static", Options{}},
+		{"static with middle", Options{Middle: true, Bridge: true}},
+		{"dynamic", Options{DynamicNeighbors: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Setup(t, tt.opts)
+			for _, hp := range [][2]Host{{p.A, p.B}, {p.B, p.A}} {
+				h, peer := hp[0], hp[1]
+				out, err := exec.Command("ip", "-n", h.NS, "neigh", "show", "dev", h.Link, "nud", "permanent").CombinedOutput()
+				if err != nil {
+					t.Fatalf("ip neigh: %v: %s", err, out)
+				}
+				for _, a := range []netip.Addr{peer.Addr4.Addr(), peer.Addr6.Addr()} {
+					has := strings.Contains(string(out), a.String()+" ")
+					if has == tt.opts.DynamicNeighbors {
+						t.Errorf("%s: permanent entry for %v: %v, want %v (%q)", h.NS, a, has, !tt.opts.DynamicNeighbors, out)
+					}
+				}
+			}
+			ca, cb := listenPair(t, p, "udp6")
+			if atB, atA := exchange(t, ca, cb, 10); atB != 10 || atA != 10 {
+				t.Errorf("B got %d, A got %d of 10", atB, atA)
+			}
+		})
+	}
+}
