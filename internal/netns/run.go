@@ -27,6 +27,9 @@ var ErrGoexit = errors.New("function called runtime.Goexit")
 //   - Goroutines that fn starts run on other threads, in the process's
 //     original namespace: they do not inherit ns. Do the namespace-sensitive
 //     work (socket, bind, netlink, opening /proc/sys/net) in fn itself.
+//   - /proc/net is /proc/self/net, which shows the namespace of the
+//     process's main thread, not of this one: read /proc/thread-self/net
+//     inside fn instead. /proc/sys/net follows the thread.
 //   - Sockets created inside fn belong to ns for their whole life: after Run
 //     returns they can be used from any goroutine and still send and receive
 //     in ns. That is the main use (see ListenUDP).
