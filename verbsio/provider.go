@@ -201,6 +201,11 @@ type OpenOptions struct {
 	// vector's DLID (perftest's key exchange carries the LID), so several
 	// engines can run on one host.
 	UDPPort int
+	// QueryOnly opens the device to query it (QueryDevice, QueryPort, the
+	// GID table) without taking resources a test would need, such as the
+	// udp fabric's UDP port; objects that move data cannot be created.
+	// rdiag opens devices this way, so it works beside a running test.
+	QueryOnly bool
 }
 
 // OptionsOpener is implemented by providers that take OpenOptions.

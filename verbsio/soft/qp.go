@@ -115,6 +115,9 @@ func (p *pd) CreateQP(attr verbsio.QPInitAttr) (verbsio.QPImpl, error) {
 	if cp.MaxInlineData < 0 || cp.MaxInlineData > shmMaxInline {
 		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max_inline_data %d is above the device's %d", cp.MaxInlineData, shmMaxInline)
 	}
+	if c.udp != nil && c.udp.queryOnly {
+		return nil, verbsio.Errorf("create_qp", unix.EPERM, "%s was opened for queries only (OpenOptions.QueryOnly); open it without", c.info.Name)
+	}
 	switch {
 	case attr.Segmenter == verbsio.SegmentKernel && c.udp == nil:
 		return nil, verbsio.Errorf("create_qp", unix.EOPNOTSUPP, "%s moves no packets: TSO (kernel segmentation) applies to the udp fabric", c.info.Name)

@@ -61,8 +61,9 @@ type udpFabric struct {
 	gso    bool
 	gsoWhy string
 
-	c     *udpCounters
-	stats *statsFile
+	c         *udpCounters
+	stats     *statsFile
+	queryOnly bool // opened with OpenOptions.QueryOnly: no sockets
 }
 
 func udpDeviceName(netdev string) string { return UDPPrefix + netdev }
@@ -125,6 +126,12 @@ func openUDP(name string, o verbsio.OpenOptions) (*Context, error) {
 	}
 	f.conns = make([]*udp.Conn, len(f.gids))
 	f.def = bestGID(f.gids)
+	if o.QueryOnly {
+		f.port, f.queryOnly = RoCEPort, true
+		f.c = new(udpCounters)
+		c.udp = f
+		return c, nil
+	}
 	conn, err := udp.Listen(netip.AddrPortFrom(dev.Addrs[f.def], uint16(port)))
 	if err != nil {
 		c.Close()
@@ -164,6 +171,9 @@ func bestGID(gids []verbsio.GIDEntry) int {
 // conn returns the socket for GID index i, binding it on first use to
 // that address and the context's port.
 func (f *udpFabric) conn(i int) (*udp.Conn, error) {
+	if f.queryOnly {
+		return nil, verbsio.Errorf("modify_qp", unix.EPERM, "the device was opened for queries only (OpenOptions.QueryOnly)")
+	}
 	if i < 0 || i >= len(f.conns) {
 		return nil, verbsio.Errorf("modify_qp", unix.EINVAL, "sgid_index %d: the GID table of %s has %d entries (rdiag gids)", i, f.dev.Name, len(f.conns))
 	}

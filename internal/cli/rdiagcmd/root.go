@@ -58,7 +58,9 @@ func Default(ibverbsBuilt bool) Env {
 			return out, err
 		},
 		Open: func(name string) (Querier, error) {
-			c, err := verbsio.Open(name)
+			// Query only: the udp fabric would otherwise bind its UDP port
+			// and clash with a test running beside rdiag.
+			c, err := verbsio.OpenWith(name, verbsio.OpenOptions{QueryOnly: true})
 			if err != nil {
 				return nil, err
 			}
@@ -104,6 +106,7 @@ FAIL, 4 this machine cannot do what was asked (for example no such device).`,
 		newGIDsCmd(o),
 		newCheckCmd(o),
 		newPcapCmd(o),
+		newCountersCmd(o),
 	)
 	return root
 }
