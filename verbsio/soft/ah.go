@@ -24,7 +24,7 @@ func (p *pd) CreateAH(attr verbsio.AHAttr) (verbsio.AHImpl, error) {
 	if err := c.checkOpen("create_ah"); err != nil {
 		return nil, err
 	}
-	if attr.SGIDIndex != 0 {
+	if attr.SGIDIndex != 0 && c.udp == nil {
 		return nil, verbsio.Errorf("create_ah", unix.EINVAL, "sgid_index %d: the GID table has one entry (index 0)", attr.SGIDIndex)
 	}
 	idx := -1

@@ -255,7 +255,7 @@ func (q *qp) Modify(attr *verbsio.QPAttr, mask verbsio.QPAttrMask) error {
 	if mask&verbsio.QPAttrMaxQPRdAtomic != 0 && attr.MaxRdAtomic > shmMaxRdAtomic {
 		return verbsio.Errorf("modify_qp", unix.EINVAL, "max_rd_atomic %d is above the device's %d", attr.MaxRdAtomic, shmMaxRdAtomic)
 	}
-	if mask&verbsio.QPAttrAV != 0 && attr.AH.SGIDIndex != 0 {
+	if mask&verbsio.QPAttrAV != 0 && attr.AH.SGIDIndex != 0 && q.ctx.udp == nil {
 		return verbsio.Errorf("modify_qp", unix.EINVAL, "sgid_index %d: the GID table has one entry (index 0)", attr.AH.SGIDIndex)
 	}
 	if mask&verbsio.QPAttrRateLimit != 0 && attr.RateLimit != 0 && (attr.RateLimit < paceMinKbps || attr.RateLimit > paceMaxKbps) {

@@ -63,7 +63,18 @@ type udpFabric struct {
 
 	c         *udpCounters
 	stats     *statsFile
-	queryOnly bool // opened with OpenOptions.QueryOnly: no sockets
+	queryOnly bool    // opened with OpenOptions.QueryOnly: no sockets
+	connErr   []error // why a GID's socket could not be bound
+}
+
+// bindAddr is the address of GID i as a socket binds it (a link-local
+// IPv6 address needs its device as zone).
+func (f *udpFabric) bindAddr(i int) netip.Addr {
+	a := f.gids[i].GID.Addr()
+	if a.Is6() && a.IsLinkLocalUnicast() {
+		a = a.WithZone(f.dev.Name)
+	}
+	return a
 }
 
 func udpDeviceName(netdev string) string { return UDPPrefix + netdev }
@@ -132,13 +143,22 @@ func openUDP(name string, o verbsio.OpenOptions) (*Context, error) {
 		c.udp = f
 		return c, nil
 	}
-	conn, err := udp.Listen(netip.AddrPortFrom(dev.Addrs[f.def], uint16(port)))
+	conn, err := udp.Listen(netip.AddrPortFrom(f.bindAddr(f.def), uint16(port)))
 	if err != nil {
 		c.Close()
 		return nil, verbsio.Errorf("open_device", unix.EADDRINUSE, "%s: %v", name, err)
 	}
 	f.conns[f.def] = conn
 	f.port = conn.LocalAddr().Port()
+	// Bind the other addresses now, in the network namespace the device
+	// was opened in (a thread that connects a QP later may be in another);
+	// one that fails is reported when a QP asks for it.
+	f.connErr = make([]error, len(f.gids))
+	for i := range f.gids {
+		if f.conns[i] == nil {
+			f.conns[i], f.connErr[i] = udp.Listen(netip.AddrPortFrom(f.bindAddr(i), f.port))
+		}
+	}
 	f.gso, _ = conn.GSO()
 	if !f.gso {
 		_, why := conn.GSO()
@@ -178,11 +198,7 @@ func (f *udpFabric) conn(i int) (*udp.Conn, error) {
 		return nil, verbsio.Errorf("modify_qp", unix.EINVAL, "sgid_index %d: the GID table of %s has %d entries (rdiag gids)", i, f.dev.Name, len(f.conns))
 	}
 	if f.conns[i] == nil {
-		c, err := udp.Listen(netip.AddrPortFrom(f.gids[i].GID.Addr(), f.port))
-		if err != nil {
-			return nil, verbsio.Errorf("modify_qp", unix.EADDRINUSE, "%v", err)
-		}
-		f.conns[i] = c
+		return nil, verbsio.Errorf("modify_qp", unix.EADDRNOTAVAIL, "GID %d (%s) has no socket: %v", i, f.gids[i].GID, f.connErr[i])
 	}
 	return f.conns[i], nil
 }

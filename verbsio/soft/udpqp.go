@@ -91,21 +91,25 @@ type udpQP struct {
 	mtu  int
 
 	// Requester.
-	req       []reqWQE
-	sqPSN     psn.PSN // next PSN to assign
-	sendPos   uint32  // next WQE to transmit
-	sendOff   uint64  // bytes of sendPos already transmitted
-	retryLeft int
-	rnrLeft   int
-	rnrUntil  int64
-	paceAt    int64 // pacing holds transmission until then
-	deadline  int64 // retransmission or probe timer; 0 when off
-	ackOut    bool  // a packet that asks for an answer (AckReq, READ, atomic) awaits it
-	reqAck    psn.PSN
-	sinceAck  int  // messages sent since the last AckReq
-	forceAck  bool // the next message asks for an acknowledgement
-	timeout   int64
-	active    bool
+	req        []reqWQE
+	sqPSN      psn.PSN // next PSN to assign
+	sendPos    uint32  // next WQE to transmit
+	sendOff    uint64  // bytes of sendPos already transmitted
+	retryLeft  int
+	rnrLeft    int
+	rnrUntil   int64
+	paceAt     int64 // pacing holds transmission until then
+	deadline   int64 // retransmission or probe timer; 0 when off
+	ackOut     bool  // a packet that asks for an answer (AckReq, READ, atomic) awaits it
+	reqAck     psn.PSN
+	sinceAck   int     // messages sent since the last AckReq
+	forceAck   bool    // the next message asks for an acknowledgement
+	recovering bool    // since a timeout or NAK and until progress: every message asks
+	nakPSN     psn.PSN // the PSN of the last sequence NAK acted on
+	nakActed   bool    // a sequence NAK was acted on and no progress came since
+	cwnd       int     // packets allowed on the wire unacknowledged
+	timeout    int64
+	active     bool
 
 	// Responder.
 	ePSN    psn.PSN

@@ -10,8 +10,12 @@ import (
 	"github.com/rperf/rperf/verbsio/soft/internal/ring"
 )
 
-// maxInflight bounds the packets a QP has on the wire unacknowledged.
-const maxInflight = 2048
+// maxInflight bounds the packets a QP has on the wire unacknowledged;
+// minWindow is the least the window shrinks to after losses.
+const (
+	maxInflight = 2048
+	minWindow   = 16
+)
 
 // The requester side of the udp fabric. sqExec is the oldest WQE not yet
 // completed, sendPos the next WQE to put on the wire; WQEs in between are
@@ -105,7 +109,10 @@ func (q *qp) udpTransmit() {
 		return
 	}
 	for u.sendPos != q.sqPI {
-		if psn.Diff(q.unaPSN(), u.sqPSN) >= maxInflight {
+		if u.cwnd == 0 {
+			u.cwnd = maxInflight
+		}
+		if int(psn.Diff(q.unaPSN(), u.sqPSN)) >= u.cwnd {
 			break
 		}
 		pos := u.sendPos
@@ -177,7 +184,7 @@ func (q *qp) wantAck(pos uint32, p psn.PSN) bool {
 	w := q.sq.WQE(pos)
 	signaled := q.sqSigAll || verbsio.SendFlags(w.Flags)&verbsio.SendSignaled != 0
 	nearFull := q.sqPI-q.sqDone >= uint32(q.cap.MaxSendWR)-uint32(q.cap.MaxSendWR)/4
-	if !(signaled || u.forceAck || u.sinceAck >= ackEvery || nearFull) {
+	if !(signaled || u.forceAck || u.recovering || u.sinceAck >= ackEvery || nearFull) {
 		u.sinceAck++
 		return false
 	}
@@ -491,7 +498,7 @@ func (q *qp) ackUpTo(p psn.PSN) {
 		if op == verbsio.OpRDMARead || op.IsAtomic() {
 			// Acknowledged past a READ or atomic whose response never
 			// came: the response was lost; ask again.
-			q.goBack(r.rdNextOrFirst(op))
+			q.goBackOnce(r.rdNextOrFirst(op))
 			break
 		}
 		r.done = true
@@ -512,9 +519,22 @@ func (r *reqWQE) rdNextOrFirst(op verbsio.Opcode) psn.PSN {
 // madeProgress resets the retry budget and restarts the timer.
 func (q *qp) madeProgress() {
 	u := q.u
+	u.recovering, u.nakActed = false, false
+	u.cwnd = min(u.cwnd+minWindow, maxInflight)
 	u.retryLeft = int(q.attr.RetryCnt)
 	u.rnrLeft = int(q.attr.RNRRetry)
 	u.deadline = 0 // re-armed when the completions are retired
+}
+
+// goBackOnce is goBack for the signals that repeat (a duplicated NAK,
+// every response after a lost one): it acts once per PSN until progress.
+func (q *qp) goBackOnce(p psn.PSN) {
+	u := q.u
+	if u.nakActed && u.nakPSN == p {
+		return
+	}
+	u.nakActed, u.nakPSN = true, p
+	q.goBack(p)
 }
 
 // goBack rewinds transmission to PSN p (go-back-N).
@@ -545,6 +565,11 @@ func (q *qp) goBack(p psn.PSN) {
 		}
 		s.done = false
 	}
+	u.recovering = true
+	// Every rewind resends the whole window: halve it (down to
+	// minWindow) so that a lossy path is not flooded with resends; each
+	// acknowledgement that makes progress grows it back.
+	u.cwnd = max(u.cwnd/2, minWindow)
 	u.f.c.retransmitted.Add(1)
 }
 
@@ -571,7 +596,7 @@ func (q *qp) udpOnResponse(p *roce.Packet, from netip.AddrPort) {
 			q.ackUpTo(ps.Add(-1))
 			switch syn.NAKCode() {
 			case roce.NAKPSNSequenceError:
-				q.goBack(ps)
+				q.goBackOnce(ps)
 			case roce.NAKInvalidRequest:
 				q.failAt(ps, verbsio.StatusRemInvReqErr)
 			case roce.NAKRemoteAccessError:
@@ -608,7 +633,7 @@ func (q *qp) udpOnResponse(p *roce.Packet, from netip.AddrPort) {
 		}
 		if ps != r.rdNext {
 			if psn.Diff(r.rdNext, ps) > 0 {
-				q.goBack(r.rdNext) // a response was lost
+				q.goBackOnce(r.rdNext) // a response was lost
 			} else {
 				u.f.c.duplicates.Add(1)
 			}

@@ -69,6 +69,7 @@ func (q *qp) rcRecv(p *roce.Packet) {
 		u.f.c.outOfSeq.Add(1)
 		if !u.nakSent {
 			u.nakSent = true
+			u.f.c.nakSent.Add(1)
 			q.sendAck(roce.NAKSyndrome(roce.NAKPSNSequenceError), u.ePSN)
 		}
 		return

@@ -3,6 +3,7 @@ package udp
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,7 @@ type In struct {
 type Conn struct {
 	fd     int
 	v6     bool
+	zone   uint32 // IPv6 scope of a link-local socket: also the scope of its destinations
 	local  netip.AddrPort
 	gso    bool
 	gsoErr error
@@ -123,6 +125,9 @@ func Listen(addr netip.AddrPort) (*Conn, error) {
 		return nil, fmt.Errorf("getsockname: %w", err)
 	}
 	c.local = fromSockaddr(sa)
+	if s6, ok := sa.(*unix.SockaddrInet6); ok {
+		c.zone = s6.ZoneId
+	}
 	_, err = unix.GetsockoptInt(fd, unix.IPPROTO_UDP, udpSegment)
 	c.gso = err == nil
 	if !c.gso {
@@ -146,7 +151,13 @@ func sockaddr(a netip.AddrPort) unix.Sockaddr {
 	if a.Addr().Is4() {
 		return &unix.SockaddrInet4{Port: int(a.Port()), Addr: a.Addr().As4()}
 	}
-	return &unix.SockaddrInet6{Port: int(a.Port()), Addr: a.Addr().As16()}
+	sa := &unix.SockaddrInet6{Port: int(a.Port()), Addr: a.Addr().As16()}
+	if z := a.Addr().Zone(); z != "" {
+		if ifc, err := net.InterfaceByName(z); err == nil {
+			sa.ZoneId = uint32(ifc.Index)
+		}
+	}
+	return sa
 }
 
 func fromSockaddr(sa unix.Sockaddr) netip.AddrPort {
@@ -154,7 +165,7 @@ func fromSockaddr(sa unix.Sockaddr) netip.AddrPort {
 	case *unix.SockaddrInet4:
 		return netip.AddrPortFrom(netip.AddrFrom4(s.Addr), uint16(s.Port))
 	case *unix.SockaddrInet6:
-		return netip.AddrPortFrom(netip.AddrFrom16(s.Addr), uint16(s.Port))
+		return netip.AddrPortFrom(netip.AddrFrom16(s.Addr).Unmap(), uint16(s.Port))
 	}
 	return netip.AddrPort{}
 }
@@ -195,7 +206,7 @@ func (c *Conn) Flush() error {
 	}
 	for i := 0; i < n; i++ {
 		o := &c.out[i]
-		putSockaddr(&c.sname[i], o.To, c.v6)
+		putSockaddr(&c.sname[i], o.To, c.v6, c.zone)
 		h := &c.shdr[i].Hdr
 		iov := c.siov[i*MaxIov : (i+1)*MaxIov]
 		total := 0
@@ -297,7 +308,7 @@ func (c *Conn) splitGSO(i int) {
 	}
 }
 
-func putSockaddr(sa *unix.RawSockaddrInet6, a netip.AddrPort, v6 bool) {
+func putSockaddr(sa *unix.RawSockaddrInet6, a netip.AddrPort, v6 bool, zone uint32) {
 	port := a.Port()
 	if v6 {
 		sa.Family = unix.AF_INET6
@@ -305,6 +316,9 @@ func putSockaddr(sa *unix.RawSockaddrInet6, a netip.AddrPort, v6 bool) {
 		sa.Addr = a.Addr().As16()
 		sa.Flowinfo = 0
 		sa.Scope_id = 0
+		if a.Addr().IsLinkLocalUnicast() {
+			sa.Scope_id = zone
+		}
 		return
 	}
 	s4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
