@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -22,6 +23,14 @@ func TestMain(m *testing.M) {
 			f, err := os.Create(path + "." + role)
 			if err == nil {
 				pprof.StartCPUProfile(f)
+				go func() {
+					ch := make(chan os.Signal, 1)
+					signal.Notify(ch, os.Interrupt)
+					<-ch
+					pprof.StopCPUProfile()
+					f.Close()
+					os.Exit(0)
+				}()
 				code := runChild(role)
 				pprof.StopCPUProfile()
 				f.Close()
