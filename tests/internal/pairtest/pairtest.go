@@ -1,7 +1,7 @@
 // Package pairtest runs both sides of a test in one process, for the unit
 // tests of the test families: a server and a client goroutine, each with
-// its own context on the built-in shm0 device, connected over a TCP
-// loopback connection on an ephemeral port.
+// its own context on the built-in shm0 device (or another, see RunOn),
+// connected over a TCP loopback connection on an ephemeral port.
 package pairtest
 
 import (
@@ -23,6 +23,15 @@ type Side func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error
 // returns their errors.
 func Run(tb testing.TB, timeout time.Duration, server, client Side) (serverErr, clientErr error) {
 	tb.Helper()
+	return RunOn(tb, timeout, func() (*verbsio.Context, error) { return verbsio.Open("shm0") }, server, client)
+}
+
+// RunOn is Run with each side's device opened by open, e.g. udp_lo on a
+// free UDP port:
+//
+//	func() (*verbsio.Context, error) { return verbsio.OpenWith("udp_lo", verbsio.OpenOptions{UDPPort: -1}) }
+func RunOn(tb testing.TB, timeout time.Duration, open func() (*verbsio.Context, error), server, client Side) (serverErr, clientErr error) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	opts := cm.Options{IOTimeout: timeout, DialTimeout: 5 * time.Second}
@@ -33,9 +42,9 @@ func Run(tb testing.TB, timeout time.Duration, server, client Side) (serverErr, 
 	addr := ln.Addr().String()
 	srvDone := make(chan error, 1)
 	go func() {
-		srvDone <- side(ctx, func(ctx context.Context) (*cm.Conn, error) { return ln.Accept(ctx) }, server)
+		srvDone <- side(ctx, open, func(ctx context.Context) (*cm.Conn, error) { return ln.Accept(ctx) }, server)
 	}()
-	clientErr = side(ctx, func(ctx context.Context) (*cm.Conn, error) { return cm.Dial(ctx, addr, opts) }, client)
+	clientErr = side(ctx, open, func(ctx context.Context) (*cm.Conn, error) { return cm.Dial(ctx, addr, opts) }, client)
 	select {
 	case serverErr = <-srvDone:
 	case <-time.After(timeout):
@@ -44,8 +53,8 @@ func Run(tb testing.TB, timeout time.Duration, server, client Side) (serverErr, 
 	return serverErr, clientErr
 }
 
-func side(ctx context.Context, connect func(context.Context) (*cm.Conn, error), run Side) error {
-	dev, err := verbsio.Open("shm0")
+func side(ctx context.Context, open func() (*verbsio.Context, error), connect func(context.Context) (*cm.Conn, error), run Side) error {
+	dev, err := open()
 	if err != nil {
 		return err
 	}

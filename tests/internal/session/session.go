@@ -86,7 +86,21 @@ type Spec struct {
 	// StallTimeout bounds every wait for the peer; 0 means
 	// DefaultStallTimeout.
 	StallTimeout time.Duration
+	// GIDIndex is the entry of the port's GID table this side uses
+	// (perftest -x); AutoGID, or any negative value, picks perftest's
+	// choice (see BestGID). IPv6 makes that choice prefer IPv6 GIDs
+	// (perftest --ipv6).
+	GIDIndex int
+	IPv6     bool
+	// SendSlots and RecvSlots are how many message buffers each QP's send
+	// and receive regions hold; 0 means 1, where every message of a QP
+	// uses the same addresses, as in perftest. Receives are posted to the
+	// receive slots in turn (see QP.RecvSlot).
+	SendSlots, RecvSlots int
 }
+
+// AutoGID as Spec.GIDIndex picks the GID perftest would.
+const AutoGID = -1
 
 // Info describes an established session, for reports and headers.
 type Info struct {
@@ -117,6 +131,14 @@ type QP struct {
 	recv [RepostBatch]verbsio.RecvWR // identical receives, for batched reposts
 	sge  [1]verbsio.SGE
 	owed int // receives consumed and not yet reposted (RepostLater)
+
+	// Slots (Spec.SendSlots, RecvSlots): with several receive slots, each
+	// receive is posted to the next slot in turn, with its own SGE.
+	mr                   *verbsio.MR
+	stride               int
+	sendSlots, recvSlots int
+	nextRecv             int64
+	rsges                [RepostBatch]verbsio.SGE
 }
 
 // RepostBatch is the most receives Repost and Flush post in one call.
@@ -141,8 +163,17 @@ type Session struct {
 	SendCQ *verbsio.CQ
 	RecvCQ *verbsio.CQ // SEND tests; SendCQ otherwise
 	QPs    []*QP
-	// Region is the size of each send and receive region.
+	// Region is the size of one message slot: with one slot per region
+	// (the default), the size of each send and receive region.
 	Region int
+	// GIDIndex is the GID table entry this side uses, GID its address.
+	GIDIndex int
+	GID      verbsio.GIDEntry
+	// PollDriven says that the device's engine runs only when it is
+	// polled (the built-in udp fabric): a loop that waits on memory must
+	// call Drive, and waits outside the verbs (barriers, exchanges) run
+	// the engine in the background (see Serve).
+	PollDriven bool
 
 	Local, Remote []cm.Dest
 
@@ -213,6 +244,10 @@ func (s *Session) open(ctx context.Context) error {
 		s.outReads = s.DevAttr.MaxQPRdAtom
 	}
 	s.outReads = min(s.outReads, 255)
+	s.PollDriven = s.Dev.Device.Fabric == "udp"
+	if err := s.pickGID(); err != nil {
+		return err
+	}
 
 	// 1. Handshake: versions, page size, MTU, parameters.
 	s.Peer, err = s.Conn.Handshake(ctx, cm.Hello{MTU: cm.MTU(mtu), Params: sp.Params})
@@ -230,10 +265,7 @@ func (s *Session) open(ctx context.Context) error {
 	}
 
 	// 3. Keys, one exchange per QP.
-	gid, err := s.Dev.QueryGID(sp.Port, 0)
-	if err != nil {
-		return &SetupError{Err: fmt.Errorf("query GID 0 of port %d: %w", sp.Port, err)}
-	}
+	gid := s.GID
 	s.Local = make([]cm.Dest, len(s.QPs))
 	s.Remote = make([]cm.Dest, len(s.QPs))
 	for i, q := range s.QPs {
@@ -263,7 +295,7 @@ func (s *Session) open(ctx context.Context) error {
 	}
 
 	// 5. Both sides are at RTS with receives posted before either sends.
-	if err := s.Conn.Barrier(ctx, 0); err != nil {
+	if err := s.Barrier(ctx, 0); err != nil {
 		return &SetupError{Err: err}
 	}
 	return nil
@@ -301,8 +333,13 @@ func (s *Session) createResources() error {
 	if sp.Type == verbsio.QPTypeUD {
 		need += GRHSize
 	}
-	s.Region = (max(need, 64) + page - 1) / page * page
-	total := 2 * sp.QPs * s.Region
+	sendSlots, recvSlots := max(sp.SendSlots, 1), max(sp.RecvSlots, 1)
+	s.Region = roundUp(max(need, 64), page)
+	if (sendSlots > 1 || recvSlots > 1) && need < page {
+		s.Region = roundUp(max(need, 64), 64) // small slots pack
+	}
+	sendBytes, recvBytes := roundUp(sendSlots*s.Region, page), roundUp(recvSlots*s.Region, page)
+	total := sp.QPs * (sendBytes + recvBytes)
 	if s.Buf, err = s.Dev.Alloc(total); err != nil {
 		return fmt.Errorf("allocate %d bytes of message buffers on %s: %w", total, name, err)
 	}
@@ -326,20 +363,96 @@ func (s *Session) createResources() error {
 		if err != nil {
 			return fmt.Errorf("create %s QP %d of %d on %s: %w", sp.Type, i+1, sp.QPs, name, err)
 		}
-		q := &QP{QP: qp, Index: i, SendOff: 2 * i * s.Region, RecvOff: (2*i + 1) * s.Region}
+		off := i * (sendBytes + recvBytes)
+		q := &QP{QP: qp, Index: i, SendOff: off, RecvOff: off + sendBytes,
+			mr: s.MR, stride: s.Region, sendSlots: sendSlots, recvSlots: recvSlots}
 		q.sge[0] = s.MR.SGE(q.RecvOff, s.Region)
 		for j := range q.recv {
 			q.recv[j] = verbsio.RecvWR{ID: uint64(i), SGL: q.sge[:]}
+			if recvSlots > 1 {
+				q.recv[j].SGL = q.rsges[j : j+1]
+			}
 		}
 		s.QPs = append(s.QPs, q)
 	}
 	return nil
 }
 
+func roundUp(n, to int) int { return (n + to - 1) / to * to }
+
+// pickGID resolves Spec.GIDIndex against the port's GID table.
+func (s *Session) pickGID() error {
+	sp := &s.Spec
+	name := s.Dev.Device.Name
+	tbl, err := s.Dev.QueryGIDTable(sp.Port)
+	if err != nil {
+		return fmt.Errorf("query the GID table of port %d of %s: %w", sp.Port, name, err)
+	}
+	idx := sp.GIDIndex
+	if idx < 0 {
+		idx = BestGID(tbl, s.PortAttr.LinkLayer == verbsio.LinkLayerEthernet, sp.IPv6)
+	}
+	for _, e := range tbl {
+		if e.Index == idx {
+			s.GIDIndex, s.GID = idx, e
+			return nil
+		}
+	}
+	return fmt.Errorf("GID index %d: port %d of %s has no such GID (%d entries; rdiag gids %s lists them)", idx, sp.Port, name, len(tbl), name)
+}
+
+// BestGID returns the index perftest picks from a GID table when -x is
+// not given (get_best_gid_index): on Ethernet the entry with the highest
+// score, +100 for the wanted family (IPv4-mapped, or IPv6 with ipv6),
+// +10 for an address that is not link-local, and +2 for RoCE v2 (+1 for
+// v1); zero GIDs are skipped and ties go to the lowest index. Other link
+// layers use index 0.
+func BestGID(tbl []verbsio.GIDEntry, ethernet, ipv6 bool) int {
+	if !ethernet {
+		return 0
+	}
+	best, score := 0, -1
+	for _, e := range tbl {
+		if e.GID.IsZero() {
+			continue
+		}
+		sc := 0
+		if e.GID.IsIPv4Mapped() != ipv6 {
+			sc += 100
+		}
+		if a := e.GID.Addr(); !a.IsLinkLocalUnicast() {
+			sc += 10
+		}
+		switch e.Type {
+		case verbsio.GIDTypeRoCEv2:
+			sc += 2
+		case verbsio.GIDTypeRoCEv1:
+			sc++
+		}
+		if sc > score || sc == score && e.Index < best {
+			best, score = e.Index, sc
+		}
+	}
+	return best
+}
+
+// family names a GID's IP family.
+func family(g verbsio.GID) string {
+	if g.IsIPv4Mapped() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
 func (s *Session) connect(q *QP, local, remote cm.Dest) error {
 	sp := &s.Spec
 	if remote.QPN == 0 {
 		return fmt.Errorf("the peer announced QP number 0 for QP %d; it is not a compatible test", q.Index)
+	}
+	lg, rg := verbsio.GID(local.GID), verbsio.GID(remote.GID)
+	if s.PortAttr.LinkLayer == verbsio.LinkLayerEthernet && remote.HasGID && !rg.IsZero() && lg.IsIPv4Mapped() != rg.IsIPv4Mapped() {
+		return fmt.Errorf("this side's GID %s (index %d) is %s but the peer's, %s, is %s: both sides must use the same IP family; choose GIDs of one family with -x (rdiag gids %s lists them)",
+			lg, s.GIDIndex, family(lg), rg, family(rg), s.Dev.Device.Name)
 	}
 	le := verbsio.Endpoint{LID: local.LID, QPN: local.QPN, PSN: local.PSN, GID: local.GID, RKey: local.RKey, VAddr: local.VAddr, OutReads: uint8(local.OutReads)}
 	re := verbsio.Endpoint{LID: remote.LID, QPN: remote.QPN, PSN: remote.PSN, GID: remote.GID, RKey: remote.RKey, VAddr: remote.VAddr,
@@ -348,10 +461,11 @@ func (s *Session) connect(q *QP, local, remote cm.Dest) error {
 		re.OutReads = uint8(s.outReads)
 	}
 	opts := verbsio.ConnectOptions{
-		Port:    sp.Port,
-		Access:  verbsio.AccessRemoteWrite | verbsio.AccessRemoteRead,
-		PathMTU: s.MTU,
-		Timeout: sp.QPTimeout,
+		Port:      sp.Port,
+		Access:    verbsio.AccessRemoteWrite | verbsio.AccessRemoteRead,
+		PathMTU:   s.MTU,
+		Timeout:   sp.QPTimeout,
+		SGIDIndex: uint8(s.GIDIndex),
 	}
 	if s.DevAttr.AtomicCap != verbsio.AtomicNone {
 		opts.Access |= verbsio.AccessRemoteAtomic
@@ -361,7 +475,7 @@ func (s *Session) connect(q *QP, local, remote cm.Dest) error {
 	}
 	q.Remote = verbsio.RemoteAddr{Addr: remote.VAddr, RKey: remote.RKey}
 	if sp.Type == verbsio.QPTypeUD {
-		ah, err := s.PD.CreateAH(verbsio.AHAttr{DLID: remote.LID, PortNum: sp.Port, IsGlobal: true, DGID: remote.GID, HopLimit: 0xff})
+		ah, err := s.PD.CreateAH(verbsio.AHAttr{DLID: remote.LID, PortNum: sp.Port, IsGlobal: true, DGID: remote.GID, SGIDIndex: uint8(s.GIDIndex), HopLimit: 0xff})
 		if err != nil {
 			return fmt.Errorf("create an address handle to the peer: %w", err)
 		}
@@ -371,12 +485,29 @@ func (s *Session) connect(q *QP, local, remote cm.Dest) error {
 	return nil
 }
 
-// PostRecvs posts n receives on q, each covering its whole receive region.
+// PostRecvs posts n receives on q, each covering its whole receive region
+// (or, with several receive slots, the next slot).
 func (s *Session) PostRecvs(q *QP, n int) error {
+	if err := q.postRecvs(n); err != nil {
+		return fmt.Errorf("post a receive on QP %d: %w", q.Index, err)
+	}
+	return nil
+}
+
+// postRecvs posts n receives in batches. It never allocates.
+func (q *QP) postRecvs(n int) error {
 	for n > 0 {
 		k := min(n, RepostBatch)
+		if q.recvSlots > 1 {
+			for j := 0; j < k; j++ {
+				slot := int(q.nextRecv % int64(q.recvSlots))
+				q.nextRecv++
+				q.rsges[j] = q.mr.SGE(q.RecvOff+slot*q.stride, q.stride)
+				q.recv[j].ID = uint64(q.Index) | uint64(slot)<<32
+			}
+		}
 		if _, err := q.PostRecv(q.recv[:k]); err != nil {
-			return fmt.Errorf("post a receive on QP %d: %w", q.Index, err)
+			return err
 		}
 		n -= k
 	}
@@ -385,10 +516,18 @@ func (s *Session) PostRecvs(q *QP, n int) error {
 
 // Repost posts one receive on q again after one was consumed. It never
 // allocates.
-func (q *QP) Repost() error {
-	_, err := q.PostRecv(q.recv[:1])
-	return err
-}
+func (q *QP) Repost() error { return q.postRecvs(1) }
+
+// RecvID splits a receive completion's ID into the QP's index and the
+// receive slot the message landed in.
+func RecvID(id uint64) (qp, slot int) { return int(uint32(id)), int(id >> 32) }
+
+// SendSlot returns the offset in the buffer of the send slot that message
+// k of q uses: slot k modulo Spec.SendSlots.
+func (q *QP) SendSlot(k int64) int { return q.SendOff + int(k%int64(q.sendSlots))*q.stride }
+
+// RecvSlot returns the offset in the buffer of receive slot i of q.
+func (q *QP) RecvSlot(i int) int { return q.RecvOff + i*q.stride }
 
 // RepostLater counts one consumed receive, to be posted again by Flush, so
 // that a poll batch costs one post call per QP.
@@ -397,23 +536,24 @@ func (q *QP) RepostLater() { q.owed++ }
 // Flush posts the receives counted by RepostLater, in batches. It never
 // allocates.
 func (q *QP) Flush() error {
-	for q.owed > 0 {
-		k := min(q.owed, RepostBatch)
-		if _, err := q.PostRecv(q.recv[:k]); err != nil {
-			return err
-		}
-		q.owed -= k
+	if q.owed == 0 {
+		return nil
 	}
-	return nil
+	err := q.postRecvs(q.owed)
+	q.owed = 0
+	return err
 }
 
 // RecvPayload returns the offset in the buffer where a received message's
 // payload starts: after the GRH for UD.
-func (s *Session) RecvPayload(q *QP) int {
+func (s *Session) RecvPayload(q *QP) int { return s.RecvPayloadAt(q, 0) }
+
+// RecvPayloadAt is RecvPayload for receive slot i.
+func (s *Session) RecvPayloadAt(q *QP, i int) int {
 	if s.Spec.Type == verbsio.QPTypeUD {
-		return q.RecvOff + GRHSize
+		return q.RecvSlot(i) + GRHSize
 	}
-	return q.RecvOff
+	return q.RecvSlot(i)
 }
 
 // Info describes the session.
@@ -434,9 +574,37 @@ func (s *Session) Info() Info {
 }
 
 // Barrier synchronises with the peer: a key exchange that waits up to wait
-// (0: the connection's I/O timeout).
+// (0: the connection's I/O timeout). The engine serves the peer meanwhile
+// (see Serve).
 func (s *Session) Barrier(ctx context.Context, wait time.Duration) error {
-	return s.Conn.Barrier(ctx, wait)
+	return s.Serve(func() error { return s.Conn.Barrier(ctx, wait) })
+}
+
+// Serve runs fn, a wait outside the verbs (an exchange on the connection),
+// with the engine running in the background when it is poll-driven, so
+// that the peer's traffic is still acknowledged, placed and answered (and
+// retransmissions of it re-acknowledged) while this side does not poll.
+// Elsewhere it just runs fn.
+func (s *Session) Serve(fn func() error) error {
+	if !s.PollDriven {
+		return fn()
+	}
+	stop := s.Dev.StartProgress()
+	defer stop()
+	return fn()
+}
+
+// Drive runs a poll-driven engine once without taking a completion: loops
+// that spin on memory call it so that the peer's packets are processed.
+// Elsewhere it does nothing.
+func (s *Session) Drive() error {
+	if !s.PollDriven {
+		return nil
+	}
+	if _, err := s.SendCQ.Poll(nil); err != nil {
+		return fmt.Errorf("poll the send CQ: %w", err)
+	}
+	return nil
 }
 
 // Close ends the session: with ok, the closing handshake; otherwise the
@@ -446,7 +614,7 @@ func (s *Session) Barrier(ctx context.Context, wait time.Duration) error {
 func (s *Session) Close(ctx context.Context, ok bool) error {
 	var errs []error
 	if ok {
-		errs = append(errs, s.Conn.Finish(ctx))
+		errs = append(errs, s.Serve(func() error { return s.Conn.Finish(ctx) }))
 	} else {
 		s.Conn.Close()
 	}
