@@ -31,12 +31,14 @@ package latency
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/rperf/rperf/internal/clock"
 	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/internal/datacheck"
 	"github.com/rperf/rperf/tests/internal/session"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/cm"
@@ -157,6 +159,18 @@ type Config struct {
 	// Params describes the test to an rperf peer, which refuses to run if
 	// a symmetric parameter differs.
 	Params cm.Params
+	// GIDIndex is the GID table entry to use (perftest -x);
+	// session.AutoGID picks perftest's choice, preferring IPv6 with IPv6
+	// (perftest --ipv6).
+	GIDIndex int
+	IPv6     bool
+	// Validate makes every message carry a pattern its receiver checks
+	// byte by byte (see package datacheck): each side checks every SEND or
+	// RDMA WRITE it receives before answering, the read_lat client every
+	// READ's data against the server's pattern, the atomic_lat client
+	// every returned value against the sequence of operations. Both sides
+	// must agree. The checks add their cost to the measured times.
+	Validate bool
 
 	// OnConnected, if set, is called once the QPs are connected.
 	OnConnected func(Info)
@@ -171,6 +185,7 @@ func Default(t Test) Config {
 	c := Config{
 		Test: t, Connection: verbsio.QPTypeRC, Sizes: []int{DefaultSize}, Iterations: DefaultIterations,
 		TxDepth: 1, RxDepth: DefaultRxDepth, AtomicOp: verbsio.OpAtomicFetchAdd,
+		GIDIndex: session.AutoGID,
 	}
 	switch t {
 	case Write:
@@ -265,6 +280,7 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 		Verb: testInfo[cfg.Test].verb, Type: cfg.Connection, QPs: 1, MaxSize: maxSize,
 		TxDepth: cfg.TxDepth, RxDepth: cfg.RxDepth, Inline: inline, OutReads: cfg.OutReads,
 		QPTimeout: cfg.QPTimeout, Port: cfg.Port, MTU: cfg.MTU, Params: cfg.Params, StallTimeout: cfg.StallTimeout,
+		GIDIndex: cfg.GIDIndex, IPv6: cfg.IPv6,
 	})
 	if err != nil {
 		return nil, err
@@ -281,11 +297,12 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 }
 
 type runner struct {
-	cfg *Config
-	s   *session.Session
-	rec *reports.Recorder
-	wr  [1]verbsio.SendWR
-	sge [1]verbsio.SGE
+	cfg    *Config
+	s      *session.Session
+	rec    *reports.Recorder
+	wr     [1]verbsio.SendWR
+	sge    [1]verbsio.SGE
+	runIdx int // the size's index, for datacheck ids
 }
 
 // stats is what one run measured besides the samples.
@@ -328,6 +345,10 @@ func (r *runner) run(ctx context.Context) ([]reports.Result, error) {
 			// lets it start.
 			q := r.s.QPs[0]
 			r.s.Buf[r.s.RecvPayload(q)+size-1] = 0
+		}
+		r.runIdx = i
+		if cfg.Validate {
+			r.prepareTarget(size)
 		}
 		if err := r.s.Barrier(ctx, 0); err != nil {
 			return results, err
@@ -490,6 +511,8 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 	waitOwn := s.NewWaiter(ctx, "the completion of "+sendWhat, false)
 	sm := r.newSampler(clock.Now())
 	buf := s.Buf
+	drive, validate := s.PollDriven, cfg.Validate
+	recvOff := s.RecvPayload(q)
 
 	var scnt, rcnt int64
 	for scnt < total || rcnt < total {
@@ -507,7 +530,17 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 					if dur && b == stopMarker {
 						return sm.stats(0), nil
 					}
+					if drive {
+						if err := s.Drive(); err != nil {
+							return stats{}, err
+						}
+					}
 					if err := waitPeer.Spin(); err != nil {
+						return stats{}, err
+					}
+				}
+				if validate {
+					if err := r.checkPing(buf[recvOff:recvOff+size], size, rcnt, what); err != nil {
 						return stats{}, err
 					}
 				}
@@ -516,17 +549,35 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 				if err != nil {
 					return stats{}, err
 				}
-				if err := q.Repost(); err != nil {
-					return stats{}, fmt.Errorf("repost a receive: %w", err)
-				}
 				if dur && wc.Flags&verbsio.WCWithImm != 0 && wc.Imm == session.StopImm {
 					return sm.stats(0), nil
+				}
+				if validate {
+					want := uint32(size)
+					if cfg.Connection == verbsio.QPTypeUD {
+						want += session.GRHSize
+					}
+					if wc.ByteLen != want {
+						return stats{}, datacheck.Errorf(what, rcnt, 0, fmt.Errorf("%d bytes arrived, want %d", wc.ByteLen, want))
+					}
+					if err := r.checkPing(buf[recvOff:recvOff+size], size, rcnt, what); err != nil {
+						return stats{}, err
+					}
+					if got, want := buf[pollOff], marker(rcnt, dur); got != want {
+						return stats{}, datacheck.Errorf(what, rcnt, 0, fmt.Errorf("its last byte is %d, want the iteration marker %d", got, want))
+					}
+				}
+				if err := q.Repost(); err != nil {
+					return stats{}, fmt.Errorf("repost a receive: %w", err)
 				}
 			}
 		}
 		if scnt < total {
 			if err := waitOwn.Tick(); err != nil {
 				return stats{}, err
+			}
+			if validate {
+				datacheck.Fill(buf[q.SendOff:q.SendOff+size-1], r.id(r.side(), scnt+1))
 			}
 			now := clock.Now()
 			if dur && !s.Server && sm.ph.Ended(now) {
@@ -583,6 +634,8 @@ func (r *runner) oneSided(ctx context.Context, size int) (stats, error) {
 	what := op.String()
 	wait := s.NewWaiter(ctx, "the completion of our "+what, false)
 	sm := r.newSampler(clock.Now())
+	validate := cfg.Validate
+	local := s.Buf[q.SendOff : q.SendOff+size]
 	for p := int64(1); ; p++ {
 		now := clock.Now()
 		if dur {
@@ -595,6 +648,9 @@ func (r *runner) oneSided(ctx context.Context, size int) (stats, error) {
 		if err := wait.Tick(); err != nil {
 			return stats{}, err
 		}
+		if validate {
+			r.prepareOneSided(local, p)
+		}
 		sm.stamp(now)
 		if _, err := q.PostSend(r.wr[:]); err != nil {
 			return stats{}, fmt.Errorf("post %s #%d: %w", what, p, err)
@@ -603,5 +659,74 @@ func (r *runner) oneSided(ctx context.Context, size int) (stats, error) {
 		if _, err := s.WaitSend(wait, what); err != nil {
 			return stats{}, err
 		}
+		if validate {
+			if err := r.checkOneSided(local, p, what); err != nil {
+				return stats{}, err
+			}
+		}
 	}
+}
+
+// side is this side's datacheck side.
+func (r *runner) side() int {
+	if r.s.Server {
+		return datacheck.Server
+	}
+	return datacheck.Client
+}
+
+// id names message k of this run sent by side.
+func (r *runner) id(side int, k int64) uint64 { return datacheck.ID(side, 0, r.runIdx, k) }
+
+// prepareTarget readies, before a run, the memory the peer's one-sided
+// operations target: read_lat reads a known pattern, atomic_lat counts
+// from 0.
+func (r *runner) prepareTarget(size int) {
+	q := r.s.QPs[0]
+	switch r.cfg.Test {
+	case Read:
+		datacheck.Fill(r.s.Buf[q.RecvOff:q.RecvOff+size], r.id(r.side(), 0))
+	case Atomic:
+		clear(r.s.Buf[q.RecvOff : q.RecvOff+AtomicSize])
+	}
+}
+
+// checkPing checks the peer's message k of a ping-pong, b: the pattern up
+// to the marker byte.
+func (r *runner) checkPing(b []byte, size int, k int64, what string) error {
+	if m := datacheck.Check(b[:size-1], r.id(1-r.side(), k)); m != nil {
+		return datacheck.Errorf(what, k, 0, m)
+	}
+	return nil
+}
+
+// prepareOneSided readies operation p (from 1) of a run: a READ's
+// destination is cleared, an atomic's poisoned, and a CMP_AND_SWAP
+// compares with p-1 and swaps in p, so that every operation changes the
+// target as FETCH_AND_ADD 1 does.
+func (r *runner) prepareOneSided(local []byte, p int64) {
+	if r.cfg.Test == Read {
+		clear(local)
+		return
+	}
+	binary.LittleEndian.PutUint64(local, ^uint64(0))
+	if r.wr[0].Opcode == verbsio.OpAtomicCmpSwp {
+		r.wr[0].Atomic.CompareAdd, r.wr[0].Atomic.Swap = uint64(p-1), uint64(p)
+	}
+}
+
+// checkOneSided checks operation p's result in local: a READ must have
+// brought the server's pattern, an atomic the count of the operations
+// before it.
+func (r *runner) checkOneSided(local []byte, p int64, what string) error {
+	if r.cfg.Test == Read {
+		if m := datacheck.Check(local, r.id(1-r.side(), 0)); m != nil {
+			return datacheck.Errorf("our "+what, p, 0, m)
+		}
+		return nil
+	}
+	if got := binary.LittleEndian.Uint64(local); got != uint64(p-1) {
+		return datacheck.Errorf("our "+what, p, 0, fmt.Errorf("it returned %d, want %d: the target must have counted every operation before it exactly once", got, p-1))
+	}
+	return nil
 }

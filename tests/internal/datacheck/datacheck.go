@@ -119,3 +119,9 @@ func Number(b []byte, base uint64, next int64) (k int64, ok bool) {
 	k = next + int64((low-uint64(next))&mask)
 	return k, k <= 0xffffffff
 }
+
+// Errorf describes a failed check of message k (counted from 1) of what
+// (e.g. "the peer's RDMA WRITE") on QP qp.
+func Errorf(what string, k int64, qp int, err error) error {
+	return fmt.Errorf("data validation failed: %s #%d on QP %d: %w", what, k, qp, err)
+}
