@@ -1,0 +1,160 @@
+package compare
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rperf/rperf/reports"
+)
+
+// Schema is the schema string of the comparison document (SCHEMA.md beside
+// this file).
+const Schema = "rperf-compare/v1"
+
+// Report is the result of [Compare]. Its JSON form is the comparison
+// document, schema [Schema].
+type Report struct {
+	Schema       string   `json:"schema"`
+	ThresholdPct float64  `json:"threshold_pct"`
+	Confidence   float64  `json:"confidence"`
+	Metrics      []string `json:"metrics"`
+	// Baseline and Candidate describe the documents of each side.
+	Baseline  []File `json:"baseline"`
+	Candidate []File `json:"candidate"`
+	// Summary counts the verdicts.
+	Summary     Summary      `json:"summary"`
+	Comparisons []Comparison `json:"comparisons"`
+	// OnlyBaseline and OnlyCandidate are the keys found on one side
+	// only, which were not compared.
+	OnlyBaseline  []string `json:"only_baseline"`
+	OnlyCandidate []string `json:"only_candidate"`
+	// Notes are differences between the environments of the two sides
+	// that a reader should weigh (another host, device or MTU).
+	Notes []string `json:"notes"`
+}
+
+// File describes one input document.
+type File struct {
+	Name         string `json:"name"`
+	Records      int    `json:"records"`
+	Time         string `json:"time,omitempty"`
+	Host         string `json:"host,omitempty"`
+	RperfVersion string `json:"rperf_version,omitempty"`
+	Device       string `json:"device,omitempty"`
+}
+
+// Summary counts the verdicts of a report.
+type Summary struct {
+	Worse  int `json:"worse"`
+	Better int `json:"better"`
+	Same   int `json:"same"`
+	NA     int `json:"n_a"`
+}
+
+func newReport(baseline, candidate []Input, opts Options) *Report {
+	r := &Report{
+		Schema:        Schema,
+		ThresholdPct:  opts.ThresholdPct,
+		Confidence:    opts.Confidence,
+		Comparisons:   []Comparison{},
+		OnlyBaseline:  []string{},
+		OnlyCandidate: []string{},
+		Notes:         envNotes(baseline, candidate),
+	}
+	for _, m := range opts.Metrics {
+		r.Metrics = append(r.Metrics, m.Name)
+	}
+	r.Baseline, r.Candidate = files(baseline), files(candidate)
+	return r
+}
+
+func files(inputs []Input) []File {
+	out := make([]File, 0, len(inputs))
+	for _, in := range inputs {
+		e := in.Doc.Env
+		out = append(out, File{Name: in.Name, Records: len(in.Doc.Results), Time: e.Time, Host: e.Host, RperfVersion: e.RperfVersion, Device: e.Device})
+	}
+	return out
+}
+
+func (r *Report) add(c Comparison) {
+	r.Comparisons = append(r.Comparisons, c)
+	switch c.Verdict {
+	case Worse:
+		r.Summary.Worse++
+	case Better:
+		r.Summary.Better++
+	case Same:
+		r.Summary.Same++
+	default:
+		r.Summary.NA++
+	}
+}
+
+// Regressions returns the comparisons whose verdict is [Worse].
+func (r *Report) Regressions() []Comparison {
+	var out []Comparison
+	for _, c := range r.Comparisons {
+		if c.Verdict == Worse {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// WriteJSON writes the comparison document as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write comparison: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write comparison: %w", err)
+	}
+	return nil
+}
+
+// envField is one environment fact that, when it differs between the
+// sides, makes a comparison measure more than the change under test.
+type envField struct {
+	name string
+	get  func(reports.Env) string
+}
+
+var envFields = []envField{
+	{"host", func(e reports.Env) string { return e.Host }},
+	{"cpus", func(e reports.Env) string { return strconv.Itoa(e.CPUs) }},
+	{"kernel", func(e reports.Env) string { return e.Kernel }},
+	{"provider", func(e reports.Env) string { return e.Provider }},
+	{"fabric", func(e reports.Env) string { return e.Fabric }},
+	{"device", func(e reports.Env) string { return e.Device }},
+	{"mtu", func(e reports.Env) string { return strconv.Itoa(e.MTU) }},
+	{"send_path", func(e reports.Env) string { return e.SendPath }},
+}
+
+// envNotes names the environment facts whose values differ between the
+// two sides.
+func envNotes(baseline, candidate []Input) []string {
+	notes := []string{}
+	values := func(inputs []Input, f envField) []string {
+		var vs []string
+		for _, in := range inputs {
+			if v := f.get(in.Doc.Env); !slices.Contains(vs, v) {
+				vs = append(vs, v)
+			}
+		}
+		slices.Sort(vs)
+		return vs
+	}
+	for _, f := range envFields {
+		b, c := values(baseline, f), values(candidate, f)
+		if !slices.Equal(b, c) {
+			notes = append(notes, fmt.Sprintf("%s differs: baseline %s, candidate %s", f.name, strings.Join(b, ", "), strings.Join(c, ", ")))
+		}
+	}
+	return notes
+}
