@@ -3,6 +3,8 @@ package compare
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
@@ -47,11 +49,9 @@ func kindName(latency bool) string {
 
 func (g *group) rtt() int { return g.runs[0].res.RTTFactor }
 
-// decode decodes every run's histogram and merges them. Merging is exact
-// when the histograms share their range and precision, which every rperf
-// record's does (1 ns to 1 hour, 3 significant digits): each bucket's
-// count is added to the same bucket, so the merged histogram is the one a
-// single recorder would have built from every sample.
+// decode decodes every run's histogram and merges them exactly
+// ([reports.MergeHistograms]): the merged histogram is the one a single
+// recorder would have built from every sample.
 func (g *group) decode() error {
 	if g.merged != nil {
 		return nil
@@ -64,24 +64,26 @@ func (g *group) decode() error {
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", g.key, r.file, err)
 		}
-		if len(g.hists) > 0 {
-			f := g.hists[0]
-			if h.LowestTrackableValue() != f.LowestTrackableValue() || h.HighestTrackableValue() != f.HighestTrackableValue() ||
-				h.SignificantFigures() != f.SignificantFigures() {
-				return fmt.Errorf("%s: the histograms of %s and %s differ in range or precision, so they cannot be merged exactly", g.key, g.runs[0].file, r.file)
-			}
-		}
 		g.hists = append(g.hists, h)
 		g.maxNs = max(g.maxNs, r.res.Latency.MaxNs())
 	}
-	m := g.hists[0].Clone()
-	for i, h := range g.hists[1:] {
-		if dropped := m.Merge(h); dropped != 0 {
-			return fmt.Errorf("%s: merging the histogram of %s dropped %d samples", g.key, g.runs[i+1].file, dropped)
-		}
+	m, err := reports.MergeHistograms(g.hists)
+	if err != nil {
+		return fmt.Errorf("%s (runs in %s): %w", g.key, g.files(), err)
 	}
 	g.merged = m
 	return nil
+}
+
+// files lists the files the group's runs came from, each once.
+func (g *group) files() string {
+	var fs []string
+	for _, r := range g.runs {
+		if !slices.Contains(fs, r.file) {
+			fs = append(fs, r.file)
+		}
+	}
+	return strings.Join(fs, ", ")
 }
 
 // measure is one side's view of one metric for one key.
