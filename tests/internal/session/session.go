@@ -97,6 +97,11 @@ type Spec struct {
 	// uses the same addresses, as in perftest. Receives are posted to the
 	// receive slots in turn (see QP.RecvSlot).
 	SendSlots, RecvSlots int
+	// DeviceMemory puts the message buffers in device memory (the dm send
+	// path); Segmenter says who cuts messages into packets (the tso path
+	// asks for the kernel).
+	DeviceMemory bool
+	Segmenter    verbsio.Segmenter
 }
 
 // AutoGID as Spec.GIDIndex picks the GID perftest would.
@@ -159,7 +164,8 @@ type Session struct {
 
 	PD     *verbsio.PD
 	MR     *verbsio.MR
-	Buf    []byte
+	Buf    []byte      // host memory; nil with Spec.DeviceMemory
+	DM     *verbsio.DM // device memory with Spec.DeviceMemory
 	SendCQ *verbsio.CQ
 	RecvCQ *verbsio.CQ // SEND tests; SendCQ otherwise
 	QPs    []*QP
@@ -340,15 +346,12 @@ func (s *Session) createResources() error {
 	}
 	sendBytes, recvBytes := roundUp(sendSlots*s.Region, page), roundUp(recvSlots*s.Region, page)
 	total := sp.QPs * (sendBytes + recvBytes)
-	if s.Buf, err = s.Dev.Alloc(total); err != nil {
-		return fmt.Errorf("allocate %d bytes of message buffers on %s: %w", total, name, err)
-	}
 	access := verbsio.AccessLocalWrite | verbsio.AccessRemoteWrite | verbsio.AccessRemoteRead
 	if s.DevAttr.AtomicCap != verbsio.AtomicNone {
 		access |= verbsio.AccessRemoteAtomic
 	}
-	if s.MR, err = s.PD.RegMR(s.Buf, access); err != nil {
-		return fmt.Errorf("register %d bytes on %s: %w", total, name, err)
+	if err := s.allocBuffers(total, access); err != nil {
+		return err
 	}
 
 	recvWR := 1
@@ -358,7 +361,8 @@ func (s *Session) createResources() error {
 	for i := 0; i < sp.QPs; i++ {
 		qp, err := s.PD.CreateQP(verbsio.QPInitAttr{
 			Type: sp.Type, SendCQ: s.SendCQ, RecvCQ: s.RecvCQ,
-			Cap: verbsio.QPCap{MaxSendWR: sp.TxDepth + 1, MaxRecvWR: recvWR, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: sp.Inline},
+			Cap:       verbsio.QPCap{MaxSendWR: sp.TxDepth + 1, MaxRecvWR: recvWR, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: sp.Inline},
+			Segmenter: sp.Segmenter,
 		})
 		if err != nil {
 			return fmt.Errorf("create %s QP %d of %d on %s: %w", sp.Type, i+1, sp.QPs, name, err)
@@ -633,9 +637,7 @@ func (s *Session) Close(ctx context.Context, ok bool) error {
 	if s.MR != nil {
 		errs = append(errs, s.MR.Dereg())
 	}
-	if s.Buf != nil {
-		errs = append(errs, s.Dev.Free(s.Buf))
-	}
+	errs = append(errs, s.freeBuffers())
 	if s.PD != nil {
 		errs = append(errs, s.PD.Dealloc())
 	}
