@@ -40,6 +40,7 @@ import (
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/internal/datacheck"
 	"github.com/rperf/rperf/tests/internal/session"
+	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/cm"
 )
@@ -171,6 +172,11 @@ type Config struct {
 	// every returned value against the sequence of operations. Both sides
 	// must agree. The checks add their cost to the measured times.
 	Validate bool
+	// Path is the send path (see package sendpath): how both sides post
+	// and where their buffers live. Inline sends every message inline
+	// (the inline size is raised to the largest message); DM puts the
+	// buffers in device memory and never inlines.
+	Path sendpath.Path
 
 	// OnConnected, if set, is called once the QPs are connected.
 	OnConnected func(Info)
@@ -256,7 +262,29 @@ func (c *Config) Check() error {
 	case c.Test == Atomic && c.AtomicOp != verbsio.OpAtomicFetchAdd && c.AtomicOp != verbsio.OpAtomicCmpSwp:
 		return fmt.Errorf("atomic operation %s is not FETCH_AND_ADD or CMP_AND_SWAP", c.AtomicOp)
 	}
+	if err := sendpath.Applies(c.Path, c.pathTest()); err != nil {
+		return fmt.Errorf("the %s send path does not apply to %s: %w", c.Path, c.Test.Name(), err)
+	}
+	if c.Path == sendpath.DM && c.Validate {
+		return fmt.Errorf("data validation reads the buffers as host memory; the dm path keeps them in device memory")
+	}
 	return nil
+}
+
+func (c *Config) pathTest() sendpath.Test {
+	return sendpath.Test{Verb: testInfo[c.Test].verb, Type: c.Connection}
+}
+
+// inline is the inline size the QPs ask for: none for READ and atomics
+// and on the dm path, every message on the inline path.
+func (c *Config) inline(maxSize int) int {
+	switch {
+	case c.Test.Passive() || c.Path == sendpath.DM:
+		return 0
+	case c.Path == sendpath.Inline:
+		return max(c.Inline, maxSize)
+	}
+	return c.Inline
 }
 
 // Run runs the test over conn on dev: the session setup, one run per size,
@@ -268,19 +296,30 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 		conn.Close()
 		return nil, fmt.Errorf("latency test: %w", err)
 	}
-	inline := cfg.Inline
-	if cfg.Test.Passive() {
-		inline = 0
-	}
 	maxSize := 0
 	for _, s := range cfg.Sizes {
 		maxSize = max(maxSize, s)
+	}
+	inline := cfg.inline(maxSize)
+	if cfg.Path != sendpath.Generic {
+		attr, err := dev.QueryDevice()
+		if err == nil {
+			err = sendpath.CheckDevice(cfg.Path, attr, dev.Device.Name)
+		}
+		if err == nil && inline > attr.MaxInlineData {
+			err = fmt.Errorf("the inline path sends every message inline: %d bytes is more than %s's max_inline_data %d", inline, dev.Device.Name, attr.MaxInlineData)
+		}
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("latency test: %w", err)
+		}
 	}
 	s, err := session.Open(ctx, dev, conn, session.Spec{
 		Verb: testInfo[cfg.Test].verb, Type: cfg.Connection, QPs: 1, MaxSize: maxSize,
 		TxDepth: cfg.TxDepth, RxDepth: cfg.RxDepth, Inline: inline, OutReads: cfg.OutReads,
 		QPTimeout: cfg.QPTimeout, Port: cfg.Port, MTU: cfg.MTU, Params: cfg.Params, StallTimeout: cfg.StallTimeout,
 		GIDIndex: cfg.GIDIndex, IPv6: cfg.IPv6,
+		DeviceMemory: cfg.Path == sendpath.DM, Segmenter: cfg.Path.Segmenter(),
 	})
 	if err != nil {
 		return nil, err
@@ -289,7 +328,12 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 		cfg.OnConnected(s.Info())
 	}
 	r := &runner{cfg: &cfg, s: s}
-	results, err := r.run(ctx)
+	err = r.openPath()
+	var results []reports.Result
+	if err == nil {
+		results, err = r.run(ctx)
+	}
+	r.closePath()
 	if cerr := s.Close(ctx, err == nil); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -299,10 +343,44 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 type runner struct {
 	cfg    *Config
 	s      *session.Session
+	tx     *sendpath.Sender      // posts by the path
+	comp   *sendpath.Completions // the send CQ's completions
+	rcomp  *sendpath.Completions // the receive CQ's (send_lat)
+	rx     *sendpath.Receiver    // reposts receives (send_lat)
 	rec    *reports.Recorder
 	wr     [1]verbsio.SendWR
 	sge    [1]verbsio.SGE
 	runIdx int // the size's index, for datacheck ids
+}
+
+// openPath prepares posting by the configured path on the session's QP.
+func (r *runner) openPath() error {
+	s, p := r.s, r.cfg.Path
+	q := s.QPs[0]
+	var err error
+	if r.tx, err = sendpath.NewSender(p, s, q); err != nil {
+		return err
+	}
+	if r.comp, err = sendpath.NewCompletions(p, s, s.SendCQ, r.tx); err != nil {
+		return err
+	}
+	if r.rcomp, err = sendpath.NewCompletions(p, s, s.RecvCQ, nil); err != nil {
+		return err
+	}
+	r.rx, err = sendpath.NewReceiver(p, s, q)
+	return err
+}
+
+func (r *runner) closePath() {
+	if r.tx != nil {
+		r.tx.Release()
+	}
+	if r.comp != nil {
+		r.comp.Release()
+	}
+	if r.rx != nil {
+		r.rx.Release()
+	}
 }
 
 // stats is what one run measured besides the samples.
@@ -344,7 +422,9 @@ func (r *runner) run(ctx context.Context) ([]reports.Result, error) {
 			// Clear the marker byte the peer will write, before the barrier
 			// lets it start.
 			q := r.s.QPs[0]
-			r.s.Buf[r.s.RecvPayload(q)+size-1] = 0
+			if err := r.s.StoreByte(r.s.RecvPayload(q)+size-1, 0); err != nil {
+				return results, err
+			}
 		}
 		r.runIdx = i
 		if cfg.Validate {
@@ -405,6 +485,7 @@ func (r *runner) result(size int, st stats) (reports.Result, error) {
 	if err != nil {
 		return reports.Result{}, fmt.Errorf("%d B: %w", size, err)
 	}
+	res.Path = cfg.Path.String()
 	return res, nil
 }
 
@@ -504,13 +585,14 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 	if cfg.Connection == verbsio.QPTypeUD {
 		r.wr[0].UD = q.UD
 	}
-	if size <= q.Cap().MaxInlineData {
+	if size <= q.Cap().MaxInlineData && cfg.Path != sendpath.DM { // device memory is never inlined
 		r.wr[0].Flags |= verbsio.SendInline
 	}
 	waitPeer := s.NewWaiter(ctx, what, true)
 	waitOwn := s.NewWaiter(ctx, "the completion of "+sendWhat, false)
 	sm := r.newSampler(clock.Now())
 	buf := s.Buf
+	dmem := s.DM != nil // the buffers are in device memory: reached by copies
 	drive, validate := s.PollDriven, cfg.Validate
 	recvOff := s.RecvPayload(q)
 
@@ -523,7 +605,15 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 				want := marker(rcnt, dur)
 				waitPeer.Begin()
 				for {
-					b := session.LoadByte(buf, pollOff)
+					var b byte
+					if dmem {
+						var err error
+						if b, err = s.PeekByte(pollOff); err != nil {
+							return stats{}, err
+						}
+					} else {
+						b = session.LoadByte(buf, pollOff)
+					}
 					if b == want {
 						break
 					}
@@ -545,7 +635,7 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 					}
 				}
 			} else {
-				wc, err := s.WaitRecv(waitPeer, what)
+				wc, err := r.rcomp.Wait(waitPeer, what)
 				if err != nil {
 					return stats{}, err
 				}
@@ -567,7 +657,7 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 						return stats{}, datacheck.Errorf(what, rcnt, 0, fmt.Errorf("its last byte is %d, want the iteration marker %d", got, want))
 					}
 				}
-				if err := q.Repost(); err != nil {
+				if err := r.rx.Repost(); err != nil {
 					return stats{}, fmt.Errorf("repost a receive: %w", err)
 				}
 			}
@@ -588,12 +678,18 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 			}
 			sm.stamp(now)
 			scnt++
-			buf[postOff] = marker(scnt, dur)
-			if _, err := q.PostSend(r.wr[:]); err != nil {
+			if dmem {
+				if err := s.StoreByte(postOff, marker(scnt, dur)); err != nil {
+					return stats{}, err
+				}
+			} else {
+				buf[postOff] = marker(scnt, dur)
+			}
+			if err := r.tx.Post(r.wr[:]); err != nil {
 				return stats{}, fmt.Errorf("post %s #%d: %w", sendWhat, scnt, err)
 			}
 			waitOwn.Index = scnt
-			if _, err := s.WaitSend(waitOwn, sendWhat); err != nil {
+			if _, err := r.comp.Wait(waitOwn, sendWhat); err != nil {
 				return stats{}, err
 			}
 		}
@@ -606,15 +702,17 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 func (r *runner) sendStop(q *session.QP, write bool, postOff int, w *session.Waiter) error {
 	wr := r.wr
 	if write {
-		r.s.Buf[postOff] = stopMarker
+		if err := r.s.StoreByte(postOff, stopMarker); err != nil {
+			return err
+		}
 	} else {
 		wr[0].Opcode = verbsio.OpSendImm
 		wr[0].Imm = session.StopImm
 	}
-	if _, err := q.PostSend(wr[:]); err != nil {
+	if err := r.tx.Post(wr[:]); err != nil {
 		return fmt.Errorf("post the end-of-run message: %w", err)
 	}
-	_, err := r.s.WaitSend(w, "the end-of-run message")
+	_, err := r.comp.Wait(w, "the end-of-run message")
 	return err
 }
 
@@ -635,7 +733,10 @@ func (r *runner) oneSided(ctx context.Context, size int) (stats, error) {
 	wait := s.NewWaiter(ctx, "the completion of our "+what, false)
 	sm := r.newSampler(clock.Now())
 	validate := cfg.Validate
-	local := s.Buf[q.SendOff : q.SendOff+size]
+	var local []byte
+	if validate {
+		local = s.Buf[q.SendOff : q.SendOff+size]
+	}
 	for p := int64(1); ; p++ {
 		now := clock.Now()
 		if dur {
@@ -652,11 +753,11 @@ func (r *runner) oneSided(ctx context.Context, size int) (stats, error) {
 			r.prepareOneSided(local, p)
 		}
 		sm.stamp(now)
-		if _, err := q.PostSend(r.wr[:]); err != nil {
+		if err := r.tx.Post(r.wr[:]); err != nil {
 			return stats{}, fmt.Errorf("post %s #%d: %w", what, p, err)
 		}
 		wait.Index = p
-		if _, err := s.WaitSend(wait, what); err != nil {
+		if _, err := r.comp.Wait(wait, what); err != nil {
 			return stats{}, err
 		}
 		if validate {
