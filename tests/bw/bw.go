@@ -35,12 +35,14 @@ package bw
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/rperf/rperf/internal/clock"
 	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/internal/datacheck"
 	"github.com/rperf/rperf/tests/internal/session"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/cm"
@@ -166,6 +168,20 @@ type Config struct {
 	// run of one size to end; 0 means 10×StallTimeout (plus the duration).
 	PassiveWait time.Duration
 	Params      cm.Params
+	// GIDIndex is the GID table entry to use (perftest -x);
+	// session.AutoGID picks perftest's choice, preferring IPv6 with IPv6
+	// (perftest --ipv6).
+	GIDIndex int
+	IPv6     bool
+	// Validate makes every message carry a pattern its receiver checks
+	// byte by byte (see package datacheck): the send_bw receiver checks
+	// every message it receives, the write_bw target the last message of
+	// each QP after the run, the read_bw initiator every READ's data
+	// against the target's pattern, the atomic_bw initiator every returned
+	// value against the sequence of operations. Every outstanding message
+	// then has its own buffer (ValidationBytes), and the checks cost
+	// bandwidth. Both sides must agree.
+	Validate bool
 
 	OnConnected func(Info)
 	OnProgress  func(Progress)
@@ -177,6 +193,7 @@ func Default(t Test) Config {
 	c := Config{
 		Test: t, Connection: verbsio.QPTypeRC, Sizes: []int{DefaultSize}, Iterations: DefaultIterations,
 		QPs: 1, TxDepth: DefaultTxDepth, RxDepth: DefaultRxDepth, PostList: 1, AtomicOp: verbsio.OpAtomicFetchAdd,
+		GIDIndex: session.AutoGID,
 	}
 	switch t {
 	case Write:
@@ -237,8 +254,44 @@ func (c *Config) Check() error {
 		return fmt.Errorf("negative inline size")
 	case c.Test == Atomic && c.AtomicOp != verbsio.OpAtomicFetchAdd && c.AtomicOp != verbsio.OpAtomicCmpSwp:
 		return fmt.Errorf("atomic operation %s is not FETCH_AND_ADD or CMP_AND_SWAP", c.AtomicOp)
+	case c.Validate && c.ValidationBytes() > ValidateBudget:
+		return fmt.Errorf("validation keeps a buffer for every outstanding message: %d MiB for %d QPs, more than %d MiB; use fewer QPs, a smaller tx or rx depth, or smaller messages",
+			c.ValidationBytes()>>20, c.QPs, ValidateBudget>>20)
 	}
 	return nil
+}
+
+// ValidateBudget bounds the message buffers of a validated run
+// (ValidationBytes).
+const ValidateBudget = 256 << 20
+
+// slots returns the send and receive slots per QP: one each, or with
+// Validate one per outstanding message (and one more send slot for the
+// message that ends a duration-mode run).
+func (c *Config) slots() (send, recv int) {
+	if !c.Validate {
+		return 1, 1
+	}
+	send, recv = c.txDepth()+1, 1
+	if c.Test == Send {
+		recv = c.RxDepth
+	}
+	return send, recv
+}
+
+// ValidationBytes is about what the message buffers of a validated run
+// take on each side: a slot of the largest size for every outstanding
+// message and posted receive of every QP.
+func (c *Config) ValidationBytes() int64 {
+	size := 0
+	for _, s := range c.Sizes {
+		size = max(size, s)
+	}
+	if c.Connection == verbsio.QPTypeUD {
+		size += session.GRHSize
+	}
+	send, recv := c.slots()
+	return int64(c.QPs) * int64(send+recv) * int64(size)
 }
 
 // txDepth is the tx depth in use: capped at the iterations, as perftest
@@ -299,10 +352,12 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 	for _, s := range cfg.Sizes {
 		maxSize = max(maxSize, s)
 	}
+	sendSlots, recvSlots := cfg.slots()
 	s, err := session.Open(ctx, dev, conn, session.Spec{
 		Verb: testInfo[cfg.Test].verb, Type: cfg.Connection, QPs: cfg.QPs, MaxSize: maxSize,
 		TxDepth: cfg.txDepth(), RxDepth: cfg.RxDepth, Inline: inline, OutReads: cfg.OutReads,
 		QPTimeout: cfg.QPTimeout, Port: cfg.Port, MTU: cfg.MTU, Params: cfg.Params, StallTimeout: cfg.StallTimeout,
+		GIDIndex: cfg.GIDIndex, IPv6: cfg.IPv6, SendSlots: sendSlots, RecvSlots: recvSlots,
 	})
 	if err != nil {
 		return nil, err
@@ -324,15 +379,24 @@ type runner struct {
 	role role
 	snd  *sender
 	rcv  *receiver
+	v    *validation // nil unless cfg.Validate
 }
 
 func newRunner(cfg *Config, s *session.Session) *runner {
 	r := &runner{cfg: cfg, s: s, role: cfg.role(s.Server)}
+	if cfg.Validate {
+		r.v = &validation{s: s, side: datacheck.Client}
+		if s.Server {
+			r.v.side = datacheck.Server
+		}
+	}
 	if r.role.send {
 		r.snd = newSender(s, testInfo[cfg.Test].verb.Opcode(cfg.AtomicOp), cfg.PostList)
+		r.snd.v = r.v
 	}
 	if r.role.recv {
 		r.rcv = newReceiver(s)
+		r.rcv.v = r.v
 	}
 	return r
 }
@@ -386,6 +450,11 @@ func (r *runner) runOnce(ctx context.Context, size int, iters int64, measure boo
 			return measured{}, err
 		}
 	}
+	if r.v != nil {
+		r.v.run++
+		r.v.size = size
+		r.v.prepareTarget(cfg.Test)
+	}
 	if err := s.Barrier(ctx, 0); err != nil {
 		return measured{}, err
 	}
@@ -396,6 +465,9 @@ func (r *runner) runOnce(ctx context.Context, size int, iters int64, measure boo
 		}
 		if err := s.Barrier(ctx, wait+cfg.Duration); err != nil {
 			return measured{}, err
+		}
+		if r.v != nil && cfg.Test == Write {
+			return measured{}, r.v.checkWritten(iters, cfg.Duration > 0, cfg.Connection)
 		}
 		return measured{}, nil
 	}
@@ -432,6 +504,11 @@ func (r *runner) runOnce(ctx context.Context, size int, iters int64, measure boo
 	}
 	if err := s.Barrier(ctx, 0); err != nil {
 		return measured{}, err
+	}
+	if r.v != nil && cfg.Test == Write && cfg.Bidirectional {
+		if err := r.v.checkWritten(iters, dur, cfg.Connection); err != nil {
+			return measured{}, err
+		}
 	}
 	return m, nil
 }
@@ -590,6 +667,7 @@ type sqp struct {
 // sender is perftest's run_iter_bw (and the sending half of run_iter_bi).
 type sender struct {
 	s      *session.Session
+	v      *validation // nil unless validating
 	op     verbsio.Opcode
 	qps    []*sqp
 	wcs    []verbsio.WC
@@ -697,6 +775,9 @@ func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendSta
 						if rp.last && k == target-1 {
 							wr.Opcode, wr.Imm = verbsio.OpSendImm, session.StopImm
 						}
+						if x.v != nil {
+							x.v.prepare(p, int(j), k, x.op)
+						}
 					}
 					if rp.stamps {
 						t := clock.Now()
@@ -733,6 +814,11 @@ func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendSta
 					continue // a probe or a stray completion
 				}
 				cnt := int64(uint32(wc.ID))
+				if x.v != nil {
+					if err := x.v.completed(x.qps[qi], cnt, x.op); err != nil {
+						return st, err
+					}
+				}
 				x.qps[qi].ccnt += cnt
 				if rp.stamps {
 					for j := int64(0); j < cnt && totC+j < total; j++ {
@@ -804,6 +890,9 @@ func (x *sender) finish(stop bool) error {
 		if stop {
 			wr.Opcode, wr.Imm = verbsio.OpSendImm, session.StopImm
 		}
+		if x.v != nil {
+			x.v.prepare(p, 0, p.scnt, x.op)
+		}
 		wr.ID = wrID(p.q.Index, p.scnt+1-p.lastSig)
 		if _, err := p.q.PostSend(p.wrs[:1]); err != nil {
 			return fmt.Errorf("post the end-of-run request on QP %d: %w", p.q.Index, err)
@@ -827,12 +916,14 @@ type rqp struct {
 	q    *session.QP
 	rcnt int64
 	done bool
+	next int64 // validation: the first message number still expected
 }
 
 // receiver is perftest's run_iter_bw_server (and the receiving half of
 // run_iter_bi).
 type receiver struct {
 	s        *session.Session
+	v        *validation // nil unless validating
 	qps      []*rqp
 	wcs      []verbsio.WC
 	reliable bool
@@ -856,7 +947,7 @@ func newReceiver(s *session.Session) *receiver {
 
 func (r *receiver) start(iters int64, ph *session.Phases) {
 	for _, p := range r.qps {
-		p.rcnt, p.done = 0, false
+		p.rcnt, p.done, p.next = 0, false, 0
 	}
 	r.ph, r.ndone, r.st, r.winBeg, r.spins, r.stalled = ph, 0, recvStats{dur: ph != nil}, 0, 0, false
 	r.lastRx = clock.Now()
@@ -884,7 +975,13 @@ func (r *receiver) step() (int, error) {
 		if wc.Status != verbsio.StatusSuccess {
 			return 0, &session.CompletionError{What: fmt.Sprintf("receive #%d", r.st.count+1), WC: *wc}
 		}
-		p := r.qps[int(wc.ID)%len(r.qps)]
+		qi, slot := session.RecvID(wc.ID)
+		p := r.qps[qi%len(r.qps)]
+		if r.v != nil {
+			if err := r.v.received(p, slot, wc, r.reliable); err != nil {
+				return 0, err
+			}
+		}
 		p.rcnt++
 		r.st.count++
 		p.q.RepostLater()
@@ -969,7 +1066,8 @@ func (r *receiver) drain() error {
 			return nil
 		}
 		for i := range n {
-			r.qps[int(r.wcs[i].ID)%len(r.qps)].q.RepostLater()
+			qi, _ := session.RecvID(r.wcs[i].ID)
+			r.qps[qi%len(r.qps)].q.RepostLater()
 		}
 		for _, p := range r.qps {
 			if err := p.q.Flush(); err != nil {
@@ -977,4 +1075,137 @@ func (r *receiver) drain() error {
 			}
 		}
 	}
+}
+
+// validation is the data validation of a run (Config.Validate).
+type validation struct {
+	s    *session.Session
+	side int // this side's datacheck side
+	run  int // counts runOnce calls, the same on both sides
+	size int
+}
+
+// id names message k of QP qp in this run, sent by side.
+func (v *validation) id(side, qp int, k int64) uint64 { return datacheck.ID(side, qp, v.run, k) }
+
+// prepareTarget readies, before a run, the memory the peer's one-sided
+// operations target: read_bw reads a known pattern from each QP's
+// receive region, atomic_bw counts from 0 in its first 8 bytes.
+func (v *validation) prepareTarget(t Test) {
+	for _, q := range v.s.QPs {
+		switch t {
+		case Read:
+			datacheck.Fill(v.s.Buf[q.RecvOff:q.RecvOff+v.size], v.id(v.side, q.Index, 0))
+		case Atomic:
+			clear(v.s.Buf[q.RecvOff : q.RecvOff+AtomicSize])
+		}
+	}
+}
+
+// prepare readies message k of p, about to be posted as p.wrs[j]: its own
+// send slot, filled with its pattern (SEND, WRITE), cleared (READ) or
+// poisoned (atomics); a CMP_AND_SWAP compares with k and swaps in k+1, so
+// that every operation changes the target as FETCH_AND_ADD 1 does.
+func (v *validation) prepare(p *sqp, j int, k int64, op verbsio.Opcode) {
+	s := v.s
+	off := p.q.SendSlot(k)
+	b := s.Buf[off : off+v.size]
+	p.sges[j] = s.MR.SGE(off, v.size)
+	switch op {
+	case verbsio.OpSend, verbsio.OpRDMAWrite:
+		datacheck.Fill(b, v.id(v.side, p.q.Index, k))
+	case verbsio.OpRDMARead:
+		clear(b)
+	default:
+		binary.LittleEndian.PutUint64(b, ^uint64(0))
+		if op == verbsio.OpAtomicCmpSwp {
+			p.wrs[j].Atomic.CompareAdd, p.wrs[j].Atomic.Swap = uint64(k), uint64(k+1)
+		}
+	}
+}
+
+// completed checks the cnt messages of p that a completion covers (from
+// p.ccnt on): READ data against the target's pattern, atomic results
+// against the count of operations before each.
+func (v *validation) completed(p *sqp, cnt int64, op verbsio.Opcode) error {
+	if op != verbsio.OpRDMARead && op != verbsio.OpAtomicFetchAdd && op != verbsio.OpAtomicCmpSwp {
+		return nil
+	}
+	s, qi := v.s, p.q.Index
+	for k := p.ccnt; k < p.ccnt+cnt; k++ {
+		off := p.q.SendSlot(k)
+		if op == verbsio.OpRDMARead {
+			if m := datacheck.Check(s.Buf[off:off+v.size], v.id(1-v.side, qi, 0)); m != nil {
+				return datacheck.Errorf("our "+op.String(), k+1, qi, m)
+			}
+			continue
+		}
+		if got := binary.LittleEndian.Uint64(s.Buf[off:]); got != uint64(k) {
+			return datacheck.Errorf("our "+op.String(), k+1, qi,
+				fmt.Errorf("it returned %d, want %d: the target must have counted every operation before it exactly once", got, k))
+		}
+	}
+	return nil
+}
+
+// received checks a SEND that landed in receive slot slot of p: its
+// length and every byte. Over RC it must be the next message; over UC and
+// UD, where messages may be lost, any later one.
+func (v *validation) received(p *rqp, slot int, wc *verbsio.WC, reliable bool) error {
+	s, qi := v.s, p.q.Index
+	want := uint32(v.size)
+	if s.Spec.Type == verbsio.QPTypeUD {
+		want += session.GRHSize
+	}
+	k := p.next
+	if wc.ByteLen != want {
+		return datacheck.Errorf("the peer's SEND", k+1, qi, fmt.Errorf("%d bytes arrived, want %d", wc.ByteLen, want))
+	}
+	off := s.RecvPayloadAt(p.q, slot)
+	b := s.Buf[off : off+v.size]
+	if !reliable {
+		var ok bool
+		if k, ok = datacheck.Number(b, v.id(1-v.side, qi, 0), p.next); !ok || k < p.next {
+			return datacheck.Errorf("the peer's SEND", p.next+1, qi,
+				fmt.Errorf("it is not a later message of this QP and run (message id %#016x)", datacheck.Head(b)))
+		}
+	}
+	if m := datacheck.Check(b, v.id(1-v.side, qi, k)); m != nil {
+		return datacheck.Errorf("the peer's SEND", k+1, qi, m)
+	}
+	p.next = k + 1
+	return nil
+}
+
+// checkWritten checks, after a write_bw run, that each QP's receive
+// region holds the peer's last message of the run: message iters-1 over
+// RC in iterations mode, else the one it names. Over UC the last messages
+// may have been lost, and a message that lost a packet leaves the packets
+// before it placed: the region is then a mix of messages, as UC allows,
+// so only messages of one packet are checked, and a region no message of
+// the run reached is skipped.
+func (v *validation) checkWritten(iters int64, dur bool, t verbsio.QPType) error {
+	s := v.s
+	if t == verbsio.QPTypeUC && v.size > s.MTU.Bytes() {
+		return nil
+	}
+	for _, q := range s.QPs {
+		b := s.Buf[q.RecvOff : q.RecvOff+v.size]
+		base := v.id(1-v.side, q.Index, 0)
+		k := iters - 1
+		if dur || t != verbsio.QPTypeRC {
+			n, ok := datacheck.Number(b, base, 0)
+			switch {
+			case !ok && t != verbsio.QPTypeRC:
+				continue
+			case !ok:
+				return datacheck.Errorf("the peer's last RDMA WRITE", 0, q.Index, fmt.Errorf("the region holds no message of this run (message id %#016x)", datacheck.Head(b)))
+			}
+			k = n
+		}
+		if m := datacheck.Check(b, v.id(1-v.side, q.Index, k)); m != nil {
+			return datacheck.Errorf("the peer's last RDMA WRITE", k+1, q.Index, m)
+		}
+	}
+	return nil
 }

@@ -125,3 +125,11 @@ func Number(b []byte, base uint64, next int64) (k int64, ok bool) {
 func Errorf(what string, k int64, qp int, err error) error {
 	return fmt.Errorf("data validation failed: %s #%d on QP %d: %w", what, k, qp, err)
 }
+
+// Head returns the id a message claims: its first 8 bytes (fewer when it
+// is shorter), for error messages.
+func Head(b []byte) uint64 {
+	var h [8]byte
+	copy(h[:], b)
+	return binary.LittleEndian.Uint64(h[:])
+}
