@@ -120,6 +120,8 @@ type Info struct {
 	OutReads    int
 	// Local and Remote are the key messages exchanged, one per QP.
 	Local, Remote []cm.Dest
+	// GID is the GID table entry this side uses (its Index is -x).
+	GID verbsio.GIDEntry
 }
 
 // QP is one test queue pair with its regions and its peer's.
@@ -566,7 +568,7 @@ func (s *Session) Info() Info {
 		Device: s.Dev.Device, Server: s.Server, MTU: s.MTU.Bytes(),
 		PeerVersion: s.Peer.Version, PeerRperf: s.Peer.Rperf,
 		TxDepth: s.Spec.TxDepth, OutReads: s.outReads,
-		Local: s.Local, Remote: s.Remote,
+		Local: s.Local, Remote: s.Remote, GID: s.GID,
 	}
 	if len(s.QPs) > 0 {
 		in.Inline = s.QPs[0].Cap().MaxInlineData
