@@ -168,9 +168,9 @@ type Config struct {
 	// run of one size to end; 0 means 10×StallTimeout (plus the duration).
 	PassiveWait time.Duration
 	Params      cm.Params
-	// GIDIndex is the GID table entry to use (perftest -x);
-	// session.AutoGID picks perftest's choice, preferring IPv6 with IPv6
-	// (perftest --ipv6).
+	// GIDIndex is the GID table entry to use (perftest -x); AutoGID
+	// picks perftest's choice, preferring IPv6 with IPv6 (perftest
+	// --ipv6).
 	GIDIndex int
 	IPv6     bool
 	// Validate makes every message carry a pattern its receiver checks
@@ -187,6 +187,9 @@ type Config struct {
 	OnProgress  func(Progress)
 	OnResult    func(reports.Result)
 }
+
+// AutoGID as Config.GIDIndex picks the GID perftest would (the default).
+const AutoGID = session.AutoGID
 
 // Default returns perftest's defaults for t.
 func Default(t Test) Config {

@@ -160,9 +160,9 @@ type Config struct {
 	// Params describes the test to an rperf peer, which refuses to run if
 	// a symmetric parameter differs.
 	Params cm.Params
-	// GIDIndex is the GID table entry to use (perftest -x);
-	// session.AutoGID picks perftest's choice, preferring IPv6 with IPv6
-	// (perftest --ipv6).
+	// GIDIndex is the GID table entry to use (perftest -x); AutoGID
+	// picks perftest's choice, preferring IPv6 with IPv6 (perftest
+	// --ipv6).
 	GIDIndex int
 	IPv6     bool
 	// Validate makes every message carry a pattern its receiver checks
@@ -185,6 +185,9 @@ type Config struct {
 	// OnResult, if set, is called with each size's result as it is ready.
 	OnResult func(reports.Result)
 }
+
+// AutoGID as Config.GIDIndex picks the GID perftest would (the default).
+const AutoGID = session.AutoGID
 
 // Default returns perftest's defaults for t.
 func Default(t Test) Config {
