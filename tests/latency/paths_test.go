@@ -1,11 +1,13 @@
 package latency_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/internal/pairtest"
 	"github.com/rperf/rperf/tests/internal/session"
 	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/tests/sendpath"
@@ -124,6 +126,49 @@ func TestSendPathDeviceLimits(t *testing.T) {
 		_, _, srvErr, cliErr := runPair(t, cfg, cfg)
 		if cliErr == nil || !strings.Contains(cliErr.Error(), c.want) {
 			t.Errorf("--path %s -s %v: client %v, want an error saying %q (server: %v)", c.path, c.sizes, cliErr, c.want, srvErr)
+		}
+	}
+}
+
+// The paths run on the udp fabric too (udp_lo, both engines in this
+// process on their own UDP ports).
+func TestSendPathsOnUDP(t *testing.T) {
+	open := func() (*verbsio.Context, error) {
+		return verbsio.OpenWith("udp_lo", verbsio.OpenOptions{UDPPort: -1})
+	}
+	probe, err := open()
+	if err != nil {
+		t.Skipf("no udp_lo device: %v", err)
+	}
+	attr, _ := probe.QueryDevice()
+	probe.Close()
+	for _, test := range []latency.Test{latency.Send, latency.Write} {
+		for _, path := range sendpath.Supported(attr) {
+			if sendpath.Applies(path, sendpath.Test{Verb: verbOf(test), Type: verbsio.QPTypeRC}) != nil {
+				continue
+			}
+			t.Run(test.Name()+"/"+path.String(), func(t *testing.T) {
+				cfg := latency.Default(test)
+				cfg.Path, cfg.Iterations, cfg.Sizes = path, 40, []int{64}
+				cfg.Params = cm.Params{Test: test.Command()}
+				var cli []reports.Result
+				srvErr, cliErr := pairtest.RunOn(t, 60*time.Second, open,
+					func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
+						_, err := latency.Run(ctx, dev, conn, cfg)
+						return err
+					},
+					func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
+						var err error
+						cli, err = latency.Run(ctx, dev, conn, cfg)
+						return err
+					})
+				if srvErr != nil || cliErr != nil {
+					t.Fatalf("server: %v; client: %v", srvErr, cliErr)
+				}
+				if len(cli) != 1 || cli[0].Path != path.String() || cli[0].Samples != 39 {
+					t.Fatalf("client: %+v", cli)
+				}
+			})
 		}
 	}
 }
