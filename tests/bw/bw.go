@@ -44,6 +44,7 @@ import (
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/internal/datacheck"
 	"github.com/rperf/rperf/tests/internal/session"
+	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/cm"
 )
@@ -182,6 +183,11 @@ type Config struct {
 	// then has its own buffer (ValidationBytes), and the checks cost
 	// bandwidth. Both sides must agree.
 	Validate bool
+	// Path is the send path (see package sendpath): how both sides post,
+	// take completions and repost receives, where their buffers live, and
+	// who cuts packets. Inline sends every message inline; DM never
+	// inlines; Burst runs one QP.
+	Path sendpath.Path
 
 	OnConnected func(Info)
 	OnProgress  func(Progress)
@@ -261,7 +267,30 @@ func (c *Config) Check() error {
 		return fmt.Errorf("validation keeps a buffer for every outstanding message: %d MiB for %d QPs, more than %d MiB; use fewer QPs, a smaller tx or rx depth, or smaller messages",
 			c.ValidationBytes()>>20, c.QPs, ValidateBudget>>20)
 	}
+	if err := sendpath.Applies(c.Path, sendpath.Test{Verb: testInfo[c.Test].verb, Bandwidth: true, Type: c.Connection}); err != nil {
+		return fmt.Errorf("the %s send path does not apply to %s: %w", c.Path, c.Test.Name(), err)
+	}
+	switch {
+	case c.Path == sendpath.Burst && c.QPs > 1:
+		return fmt.Errorf("the burst path runs one QP: cq_poll counts completions without naming their QP, and RecvBurst posts receives without work request IDs")
+	case c.Path == sendpath.Burst && c.Validate:
+		return fmt.Errorf("data validation finds each message's buffer from its receive's work request ID, which RecvBurst does not set; validate on another path")
+	case c.Path == sendpath.DM && c.Validate:
+		return fmt.Errorf("data validation reads the buffers as host memory; the dm path keeps them in device memory")
+	}
 	return nil
+}
+
+// inline is the inline size the QPs ask for: none for READ and atomics
+// and on the dm path, every message on the inline path.
+func (c *Config) inline(maxSize int) int {
+	switch {
+	case c.Test == Read || c.Test == Atomic || c.Path == sendpath.DM:
+		return 0
+	case c.Path == sendpath.Inline:
+		return max(c.Inline, maxSize)
+	}
+	return c.Inline
 }
 
 // ValidateBudget bounds the message buffers of a validated run
@@ -347,13 +376,23 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 		conn.Close()
 		return nil, fmt.Errorf("bandwidth test: %w", err)
 	}
-	inline := cfg.Inline
-	if cfg.Test == Read || cfg.Test == Atomic {
-		inline = 0
-	}
 	maxSize := 0
 	for _, s := range cfg.Sizes {
 		maxSize = max(maxSize, s)
+	}
+	inline := cfg.inline(maxSize)
+	if cfg.Path != sendpath.Generic {
+		attr, err := dev.QueryDevice()
+		if err == nil {
+			err = sendpath.CheckDevice(cfg.Path, attr, dev.Device.Name)
+		}
+		if err == nil && inline > attr.MaxInlineData {
+			err = fmt.Errorf("the inline path sends every message inline: %d bytes is more than %s's max_inline_data %d", inline, dev.Device.Name, attr.MaxInlineData)
+		}
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("bandwidth test: %w", err)
+		}
 	}
 	sendSlots, recvSlots := cfg.slots()
 	s, err := session.Open(ctx, dev, conn, session.Spec{
@@ -361,6 +400,7 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 		TxDepth: cfg.txDepth(), RxDepth: cfg.RxDepth, Inline: inline, OutReads: cfg.OutReads,
 		QPTimeout: cfg.QPTimeout, Port: cfg.Port, MTU: cfg.MTU, Params: cfg.Params, StallTimeout: cfg.StallTimeout,
 		GIDIndex: cfg.GIDIndex, IPv6: cfg.IPv6, SendSlots: sendSlots, RecvSlots: recvSlots,
+		DeviceMemory: cfg.Path == sendpath.DM, Segmenter: cfg.Path.Segmenter(),
 	})
 	if err != nil {
 		return nil, err
@@ -369,7 +409,12 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 		cfg.OnConnected(s.Info())
 	}
 	r := newRunner(&cfg, s)
-	results, err := r.run(ctx)
+	err = r.openPath()
+	var results []reports.Result
+	if err == nil {
+		results, err = r.run(ctx)
+	}
+	r.closePath()
 	if cerr := s.Close(ctx, err == nil); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -404,6 +449,55 @@ func newRunner(cfg *Config, s *session.Session) *runner {
 	return r
 }
 
+// openPath prepares the sender's and the receiver's QPs and CQs for the
+// configured path.
+func (r *runner) openPath() error {
+	s, p := r.s, r.cfg.Path
+	var err error
+	if x := r.snd; x != nil {
+		for _, q := range x.qps {
+			if q.tx, err = sendpath.NewSender(p, s, q.q); err != nil {
+				return err
+			}
+		}
+		if x.comp, err = sendpath.NewCompletions(p, s, s.SendCQ, x.qps[0].tx); err != nil {
+			return err
+		}
+	}
+	if v := r.rcv; v != nil {
+		for _, q := range v.qps {
+			if q.rx, err = sendpath.NewReceiver(p, s, q.q); err != nil {
+				return err
+			}
+		}
+		if v.comp, err = sendpath.NewCompletions(p, s, s.RecvCQ, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closePath releases what openPath took.
+func (r *runner) closePath() {
+	if x := r.snd; x != nil {
+		for _, q := range x.qps {
+			if q.tx != nil {
+				q.tx.Release()
+			}
+		}
+		if x.comp != nil {
+			x.comp.Release()
+		}
+	}
+	if v := r.rcv; v != nil {
+		for _, q := range v.qps {
+			if q.rx != nil {
+				q.rx.Release()
+			}
+		}
+	}
+}
+
 func (r *runner) stall() time.Duration {
 	if r.cfg.StallTimeout > 0 {
 		return r.cfg.StallTimeout
@@ -431,6 +525,7 @@ func (r *runner) run(ctx context.Context) ([]reports.Result, error) {
 		if err != nil {
 			return results, err
 		}
+		res.Path = cfg.Path.String()
 		results = append(results, res)
 		if cfg.OnResult != nil {
 			cfg.OnResult(res)
@@ -488,7 +583,7 @@ func (r *runner) runOnce(ctx context.Context, size int, iters int64, measure boo
 		var st sendStats
 		st, err = r.snd.run(ctx, runParams{
 			size: size, iters: iters, txDepth: cfg.txDepth(), cqMod: cfg.CQModFor(size), postList: cfg.PostList,
-			inline: size <= s.QPs[0].Cap().MaxInlineData, stamps: peak, ph: ph, last: r.cfg.Test == Send,
+			inline: size <= s.QPs[0].Cap().MaxInlineData && cfg.Path != sendpath.DM, stamps: peak, ph: ph, last: r.cfg.Test == Send,
 		}, r.rcv)
 		if err == nil && measure {
 			m.res, err = r.senderResult(size, iters, st, peak)
@@ -660,6 +755,7 @@ type sendStats struct {
 
 type sqp struct {
 	q       *session.QP
+	tx      *sendpath.Sender // posts by the path
 	wrs     []verbsio.SendWR
 	sges    []verbsio.SGE
 	scnt    int64
@@ -673,6 +769,7 @@ type sender struct {
 	v      *validation // nil unless validating
 	op     verbsio.Opcode
 	qps    []*sqp
+	comp   *sendpath.Completions // the send CQ's completions, by the path
 	wcs    []verbsio.WC
 	posted []int64
 	compl  []int64
@@ -791,7 +888,7 @@ func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendSta
 						st.first = clock.Now()
 					}
 					w.Index = totS + 1
-					if _, err := p.q.PostSend(p.wrs[:m]); err != nil {
+					if err := p.tx.Post(p.wrs[:m]); err != nil {
 						return st, fmt.Errorf("post %s #%d on QP %d: %w", x.op, p.scnt+1, p.q.Index, err)
 					}
 					p.scnt += m
@@ -800,7 +897,7 @@ func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendSta
 				}
 			}
 		}
-		n, err := s.SendCQ.Poll(x.wcs)
+		n, err := x.comp.Poll(x.wcs)
 		if err != nil {
 			return st, fmt.Errorf("poll the send CQ: %w", err)
 		}
@@ -897,7 +994,7 @@ func (x *sender) finish(stop bool) error {
 			x.v.prepare(p, 0, p.scnt, x.op)
 		}
 		wr.ID = wrID(p.q.Index, p.scnt+1-p.lastSig)
-		if _, err := p.q.PostSend(p.wrs[:1]); err != nil {
+		if err := p.tx.Post(p.wrs[:1]); err != nil {
 			return fmt.Errorf("post the end-of-run request on QP %d: %w", p.q.Index, err)
 		}
 		p.scnt++
@@ -917,6 +1014,7 @@ type recvStats struct {
 
 type rqp struct {
 	q    *session.QP
+	rx   *sendpath.Receiver // reposts by the path
 	rcnt int64
 	done bool
 	next int64 // validation: the first message number still expected
@@ -928,6 +1026,7 @@ type receiver struct {
 	s        *session.Session
 	v        *validation // nil unless validating
 	qps      []*rqp
+	comp     *sendpath.Completions // the receive CQ's completions, by the path
 	wcs      []verbsio.WC
 	reliable bool
 
@@ -961,7 +1060,7 @@ func (r *receiver) finished() bool { return r.ndone == len(r.qps) || r.stalled }
 
 // step polls the receive CQ once, reposting what completed.
 func (r *receiver) step() (int, error) {
-	n, err := r.s.RecvCQ.Poll(r.wcs)
+	n, err := r.comp.Poll(r.wcs)
 	if err != nil {
 		return 0, fmt.Errorf("poll the receive CQ: %w", err)
 	}
@@ -987,7 +1086,7 @@ func (r *receiver) step() (int, error) {
 		}
 		p.rcnt++
 		r.st.count++
-		p.q.RepostLater()
+		p.rx.RepostLater()
 		if wc.Flags&verbsio.WCWithImm != 0 && wc.Imm == session.StopImm && !p.done {
 			p.done = true
 			r.ndone++
@@ -1000,7 +1099,7 @@ func (r *receiver) step() (int, error) {
 		}
 	}
 	for _, p := range r.qps {
-		if err := p.q.Flush(); err != nil {
+		if err := p.rx.Flush(); err != nil {
 			return 0, fmt.Errorf("repost receives on QP %d: %w", p.q.Index, err)
 		}
 	}
@@ -1061,7 +1160,7 @@ func (r *receiver) run(ctx context.Context, iters int64, ph *session.Phases) (re
 // arrived after the quiet rule fired) and reposts their receives.
 func (r *receiver) drain() error {
 	for {
-		n, err := r.s.RecvCQ.Poll(r.wcs)
+		n, err := r.comp.Poll(r.wcs)
 		if err != nil {
 			return fmt.Errorf("poll the receive CQ: %w", err)
 		}
@@ -1070,10 +1169,10 @@ func (r *receiver) drain() error {
 		}
 		for i := range n {
 			qi, _ := session.RecvID(r.wcs[i].ID)
-			r.qps[qi%len(r.qps)].q.RepostLater()
+			r.qps[qi%len(r.qps)].rx.RepostLater()
 		}
 		for _, p := range r.qps {
-			if err := p.q.Flush(); err != nil {
+			if err := p.rx.Flush(); err != nil {
 				return fmt.Errorf("repost receives: %w", err)
 			}
 		}

@@ -1,0 +1,144 @@
+package bw_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/bw"
+	"github.com/rperf/rperf/tests/internal/pairtest"
+	"github.com/rperf/rperf/tests/internal/session"
+	"github.com/rperf/rperf/tests/sendpath"
+	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/cm"
+)
+
+var verbs = [...]session.Verb{bw.Send: session.Send, bw.Write: session.Write, bw.Read: session.Read, bw.Atomic: session.Atomic}
+
+// Every send path that applies to a test runs it on shm0, in iterations
+// mode with a post list (burst and dv batch it), in duration mode (the
+// stop message), and bidirectionally for SEND; the records name the path.
+func TestSendPaths(t *testing.T) {
+	for _, test := range bw.Tests {
+		for _, path := range sendpath.All {
+			if path == sendpath.TSO || sendpath.Applies(path, sendpath.Test{Verb: verbs[test], Bandwidth: true, Type: verbsio.QPTypeRC}) != nil {
+				continue
+			}
+			for _, mode := range []string{"iterations", "duration", "bidirectional"} {
+				if mode == "bidirectional" && test != bw.Send || mode == "duration" && path != sendpath.Burst && path != sendpath.DV && path != sendpath.DM {
+					continue
+				}
+				t.Run(test.Name()+"/"+path.String()+"/"+mode, func(t *testing.T) {
+					cfg := bw.Default(test)
+					cfg.Path = path
+					cfg.Iterations = 300
+					cfg.PostList = 4
+					if test != bw.Atomic {
+						cfg.Sizes = []int{64, 1000}
+					}
+					switch mode {
+					case "duration":
+						cfg.Duration, cfg.Margin = 150*time.Millisecond, 50*time.Millisecond
+					case "bidirectional":
+						cfg.Bidirectional = true
+					}
+					cfg.Params = cm.Params{Test: test.Command()}
+					srv, cli, srvErr, cliErr := runPair(t, cfg, cfg)
+					if srvErr != nil || cliErr != nil {
+						t.Fatalf("server: %v; client: %v", srvErr, cliErr)
+					}
+					for side, rs := range map[string][]reports.Result{"client": cli, "server": srv} {
+						if len(rs) != len(cfg.Sizes) {
+							t.Fatalf("%s: %d results, want %d", side, len(rs), len(cfg.Sizes))
+						}
+						for _, r := range rs {
+							if r.Path != path.String() || r.Bandwidth == nil || r.MsgRateMpps <= 0 {
+								t.Errorf("%s: %d B: path %q, %+v", side, r.Bytes, r.Path, r.Bandwidth)
+							}
+							if mode == "iterations" && r.Iterations != 300 {
+								t.Errorf("%s: %d B: %d messages, want 300", side, r.Bytes, r.Iterations)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestSendPathRefusals(t *testing.T) {
+	cases := []struct {
+		test bw.Test
+		path sendpath.Path
+		mod  func(*bw.Config)
+		want string
+	}{
+		{bw.Write, sendpath.Burst, nil, "posts SENDs only"},
+		{bw.Send, sendpath.Burst, func(c *bw.Config) { c.QPs = 2 }, "runs one QP"},
+		{bw.Send, sendpath.Burst, func(c *bw.Config) { c.Validate = true }, "RecvBurst"},
+		{bw.Read, sendpath.TSO, nil, "send-bw or write-bw"},
+		{bw.Atomic, sendpath.Inline, nil, "inline data"},
+		{bw.Write, sendpath.DM, func(c *bw.Config) { c.Validate = true }, "device memory"},
+	}
+	for _, c := range cases {
+		cfg := bw.Default(c.test)
+		cfg.Path = c.path
+		if c.mod != nil {
+			c.mod(&cfg)
+		}
+		if err := cfg.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s --path %s: %v, want an error saying %q", c.test.Name(), c.path, err, c.want)
+		}
+	}
+	// shm0 moves no packets: no tso.
+	cfg := bw.Default(bw.Send)
+	cfg.Path, cfg.Iterations = sendpath.TSO, 10
+	_, _, _, cliErr := runPair(t, cfg, cfg)
+	if cliErr == nil || !strings.Contains(cliErr.Error(), "shm0 does not support the tso send path; it supports generic, burst, inline, dm, dv") {
+		t.Errorf("tso on shm0: %v", cliErr)
+	}
+}
+
+// Every path runs on the udp fabric too (udp_lo, both engines in this
+// process on their own UDP ports): the tso path has the kernel cut the
+// packets (UDP GSO) where generic has the engine cut them.
+func TestSendPathsOnUDP(t *testing.T) {
+	open := func() (*verbsio.Context, error) {
+		return verbsio.OpenWith("udp_lo", verbsio.OpenOptions{UDPPort: -1})
+	}
+	probe, err := open()
+	if err != nil {
+		t.Skipf("no udp_lo device: %v", err)
+	}
+	attr, _ := probe.QueryDevice()
+	probe.Close()
+	for _, path := range sendpath.Supported(attr) {
+		t.Run(path.String(), func(t *testing.T) {
+			cfg := bw.Default(bw.Send)
+			cfg.Path, cfg.Iterations, cfg.Sizes, cfg.PostList = path, 200, []int{64 << 10}, 4
+			if path == sendpath.Inline {
+				cfg.Sizes = []int{1000}
+			}
+			cfg.Params = cm.Params{Test: "send-bw"}
+			var cli []reports.Result
+			srvErr, cliErr := pairtest.RunOn(t, 60*time.Second, open,
+				func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
+					_, err := bw.Run(ctx, dev, conn, cfg)
+					return err
+				},
+				func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
+					var err error
+					cli, err = bw.Run(ctx, dev, conn, cfg)
+					return err
+				})
+			if srvErr != nil || cliErr != nil {
+				t.Fatalf("server: %v; client: %v", srvErr, cliErr)
+			}
+			if len(cli) != 1 || cli[0].Path != path.String() || cli[0].Iterations != 200 || cli[0].BWAvgGbps <= 0 {
+				t.Fatalf("client: %+v", cli)
+			}
+		})
+	}
+}
