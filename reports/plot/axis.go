@@ -10,9 +10,9 @@ type scale int
 
 const (
 	linear scale = iota
-	log2   // message sizes: ticks at powers of two
-	log10  // latency: ticks at 1, 2, 5 × 10^k
-	tail   // percentiles: x = 1/(1−q), log10, ticks at 0%, 90%, 99%, 99.9% ...
+	log2         // message sizes: ticks at powers of two
+	log10        // latency: ticks at 1, 2, 5 × 10^k
+	tail         // percentiles: x = 1/(1−q), log10, ticks at 0%, 90%, 99%, 99.9% ...
 )
 
 // axis is one axis: its scale, range, ticks and label.
