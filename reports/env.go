@@ -48,6 +48,11 @@ type Env struct {
 	Clock clock.Info `json:"clock"`
 	// Extra holds further facts as free-form key/value pairs.
 	Extra map[string]string `json:"extra,omitempty"`
+	// EngineCounters are the transport counters of the built-in engine's
+	// udp fabric for this side's device context over the whole run
+	// (packets sent and received, retransmissions, ICRC errors, ...), as
+	// rdiag counters shows them; nil on other fabrics.
+	EngineCounters map[string]uint64 `json:"engine_counters,omitempty"`
 }
 
 // System is what [GatherEnv] reads from the machine. A nil field means the
