@@ -442,6 +442,13 @@ func BestGID(tbl []verbsio.GIDEntry, ethernet, ipv6 bool) int {
 	return best
 }
 
+// mismatchError says that the two sides were set up incompatibly; it
+// matches cm.ErrIncompatible.
+type mismatchError struct{ msg string }
+
+func (e *mismatchError) Error() string { return e.msg }
+func (e *mismatchError) Unwrap() error { return cm.ErrIncompatible }
+
 // family names a GID's IP family.
 func family(g verbsio.GID) string {
 	if g.IsIPv4Mapped() {
@@ -457,8 +464,8 @@ func (s *Session) connect(q *QP, local, remote cm.Dest) error {
 	}
 	lg, rg := verbsio.GID(local.GID), verbsio.GID(remote.GID)
 	if s.PortAttr.LinkLayer == verbsio.LinkLayerEthernet && remote.HasGID && !rg.IsZero() && lg.IsIPv4Mapped() != rg.IsIPv4Mapped() {
-		return fmt.Errorf("this side's GID %s (index %d) is %s but the peer's, %s, is %s: both sides must use the same IP family; choose GIDs of one family with -x (rdiag gids %s lists them)",
-			lg, s.GIDIndex, family(lg), rg, family(rg), s.Dev.Device.Name)
+		return &mismatchError{fmt.Sprintf("this side's GID %s (index %d) is %s but the peer's, %s, is %s: both sides must use the same IP family; choose GIDs of one family with -x (rdiag gids %s lists them)",
+			lg, s.GIDIndex, family(lg), rg, family(rg), s.Dev.Device.Name)}
 	}
 	le := verbsio.Endpoint{LID: local.LID, QPN: local.QPN, PSN: local.PSN, GID: local.GID, RKey: local.RKey, VAddr: local.VAddr, OutReads: uint8(local.OutReads)}
 	re := verbsio.Endpoint{LID: remote.LID, QPN: remote.QPN, PSN: remote.PSN, GID: remote.GID, RKey: remote.RKey, VAddr: remote.VAddr,
