@@ -71,6 +71,7 @@ type options struct {
 	timeout     time.Duration
 	// loopbackServer is the hidden role of the process --loopback starts.
 	loopbackServer bool
+	udpOptions     // the udp fabric, GID selection, data validation (udp.go)
 
 	fs *pflag.FlagSet
 
@@ -166,6 +167,7 @@ func (o *options) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.loopback, "loopback", false, specs["loopback"].usage)
 	fs.StringVar(&o.maxSize, "max-size", "", specs["max-size"].usage)
 	fs.DurationVar(&o.timeout, "timeout", DefaultTimeout, specs["timeout"].usage)
+	o.registerUDP(fs)
 	fs.BoolVar(&o.loopbackServer, loopbackServerFlag, false, "internal: the server process of --loopback")
 	fs.MarkHidden(loopbackServerFlag)
 	for name, sp := range specs {
@@ -399,7 +401,7 @@ func (o *options) validate(args []string) error {
 	if o.jsonPath == "-" && o.hgrmPath == "-" {
 		return cli.Usagef("--json - and --hgrm - both want stdout; send one of them to a file")
 	}
-	return nil
+	return o.validateUDP()
 }
 
 // sizesFor returns the sizes to run with the device's limits applied:
@@ -511,6 +513,9 @@ func (o *options) params(sizes []int) cm.Params {
 	if o.warmup > 0 {
 		add("--warmup", strconv.Itoa(o.warmup), true)
 	}
+	if o.checkData {
+		add("--validate", "", true)
+	}
 	add("-t", strconv.Itoa(o.txDepth), false)
 	if o.k.send() {
 		add("-r", strconv.Itoa(o.rxDepth), false)
@@ -543,6 +548,7 @@ func (o *options) latencyConfig(sizes []int) latency.Config {
 	c.Percentiles = o.pcts
 	c.StallTimeout = o.timeout
 	c.Params = o.params(sizes)
+	c.GIDIndex, c.IPv6, c.Validate = o.gidIndex, o.ipv6, o.checkData
 	return c
 }
 
@@ -575,5 +581,6 @@ func (o *options) bwConfig(sizes []int) bw.Config {
 	c.MTU = o.mtuEnum
 	c.StallTimeout = o.timeout
 	c.Params = o.params(sizes)
+	c.GIDIndex, c.IPv6, c.Validate = o.gidIndex, o.ipv6, o.checkData
 	return c
 }

@@ -106,6 +106,15 @@ func (p *printer) connected(in latency.Info) {
 	} else {
 		one("Max inline data", fmt.Sprintf("%d[B]", in.Inline))
 	}
+	if in.GID.Type == verbsio.GIDTypeRoCEv2 || in.GID.Type == verbsio.GIDTypeRoCEv1 {
+		one("GID index", fmt.Sprintf("%d (%s, %s)", in.GID.Index, in.GID.GID, in.GID.Type))
+	}
+	if in.Device.Fabric == "udp" && len(in.Local) > 0 {
+		one("UDP port", fmt.Sprint(udpPortOfLID(in.Local[0].LID)))
+	}
+	if o.checkData {
+		one("Data validation", "ON (every message's bytes checked)")
+	}
 	one("Data ex. method", "Ethernet (TCP, perftest's exchange)")
 	peer := "perftest " + in.PeerVersion
 	if in.PeerRperf {

@@ -74,7 +74,10 @@ func prepare(o *options) (p *prepared, err error) {
 	if p.jsonFile, err = createOutput(o.jsonPath, "--json"); err != nil {
 		return p, err
 	}
-	if p.dev, err = openDevice(o.device); err != nil {
+	if p.dev, err = o.openUDPAware(); err != nil {
+		return p, err
+	}
+	if err = o.checkGID(p.dev); err != nil {
 		return p, err
 	}
 	attr, err := p.dev.QueryDevice()
@@ -89,6 +92,9 @@ func prepare(o *options) (p *prepared, err error) {
 		return p, err
 	}
 	if err = o.checkDevice(attr, o.device); err != nil {
+		return p, err
+	}
+	if err = o.fitValidation(p.sizes); err != nil {
 		return p, err
 	}
 	p.env = reports.GatherEnv(reports.System{})
@@ -154,6 +160,11 @@ func runSide(ctx context.Context, o *options, p *prepared, stdout, stderr io.Wri
 	if err := pr.finish(results); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
+	if env.EngineCounters = engineCounters(p.dev); env.EngineCounters != nil {
+		if err := writeCounters(out, o.device, udpPortOf(p.dev, uint8(o.ibPort)), env.EngineCounters); err != nil {
+			return fmt.Errorf("write the report: %w", err)
+		}
+	}
 
 	doc := reports.NewDocument(env)
 	doc.Results = append(doc.Results, results...)
@@ -191,8 +202,8 @@ func createOutput(path, flag string) (*os.File, error) {
 }
 
 // openDevice opens the device, classifying failures as the machine's.
-func openDevice(name string) (*verbsio.Context, error) {
-	dev, err := verbsio.Open(name)
+func openDevice(name string, oo verbsio.OpenOptions) (*verbsio.Context, error) {
+	dev, err := verbsio.OpenWith(name, oo)
 	if err == nil {
 		return dev, nil
 	}
@@ -276,6 +287,10 @@ func fillExtra(x map[string]string, o *options, in latency.Info) {
 		x["warmup"] = strconv.Itoa(o.warmup)
 	}
 	x["peer_version"] = in.PeerVersion
+	x["gid_index"] = strconv.Itoa(in.GID.Index)
+	if o.checkData {
+		x["validate"] = "true"
+	}
 }
 
 // writeHGRM writes each latency result's histogram: to --hgrm FILE for one
