@@ -288,6 +288,7 @@ func fillExtra(x map[string]string, o *options, in latency.Info) {
 	}
 	x["peer_version"] = in.PeerVersion
 	x["gid_index"] = strconv.Itoa(in.GID.Index)
+	x["gid"] = in.GID.GID.String()
 	if o.checkData {
 		x["validate"] = "true"
 	}
