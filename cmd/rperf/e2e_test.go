@@ -91,7 +91,13 @@ type proc struct {
 
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(rperfBin, args...), lines: make(chan string, 1000), exited: make(chan struct{})}
+	return startCmd(t, exec.Command(rperfBin, args...))
+}
+
+// startCmd starts cmd, an rperf command line (run in a namespace, say).
+func startCmd(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, lines: make(chan string, 1000), exited: make(chan struct{})}
 	p.cmd.Stderr = &p.errb
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
