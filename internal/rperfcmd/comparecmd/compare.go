@@ -37,7 +37,7 @@ func New(run func(*Options) error) *cobra.Command {
 	o := &Options{ThresholdPct: compare.DefaultThresholdPct, Confidence: compare.DefaultConfidence}
 	cmd := &cobra.Command{
 		Use:   "compare BASELINE.json CANDIDATE.json",
-		Short: "Compare a run against a baseline: better, worse or same within noise; exit 3 on a regression",
+		Short: "compare runs against a baseline: better, worse or same within noise (exit 3 on a regression)",
 		Long: `Compare rperf --json documents: a candidate against a baseline, for each
 test, message size and path found on both sides, and for each metric (latency
 p50, p99, p99.9 and mean; bandwidth and message rate). Each comparison gets a

@@ -34,7 +34,7 @@ func New(run func(*Options) error) *cobra.Command {
 	o := &Options{}
 	cmd := &cobra.Command{
 		Use:   "plot RESULT.json... --out FILE.svg",
-		Short: "Draw rperf --json results as an SVG chart: latency or bandwidth by size, or the latency percentile distribution",
+		Short: "draw --json results as SVG: latency or bandwidth by size, latency percentile distribution",
 		Long: `Draw one SVG chart from rperf --json documents. Several documents are
 overlaid (a baseline and a candidate, two paths, two devices), each in its own
 colour.
