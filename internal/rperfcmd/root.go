@@ -17,6 +17,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rperf/rperf/internal/rperfcmd/comparecmd"
+	"github.com/rperf/rperf/internal/rperfcmd/plotcmd"
+
 	// The providers rperf can use: the built-in engine (device shm0) and
 	// kernel RDMA devices (openable when built with -tags ibverbs).
 	_ "github.com/rperf/rperf/verbsio/hw"
@@ -39,9 +42,13 @@ server (TCP port 18515, -p). --loopback runs both sides on this host:
   rperf write-lat --loopback
 
 Without -d, the built-in shared-memory device shm0 is used, so rperf runs on
-any Linux machine. Exit codes: 0 success, 1 the run failed, 2 wrong or
-conflicting flags (or peers started with different ones), 4 this machine
-cannot run the test (no such device, no atomics), 130 interrupted.`,
+any Linux machine. rperf compare checks a run against a baseline (for CI),
+and rperf plot draws results as SVG.
+
+Exit codes: 0 success, 1 the run failed, 2 wrong or conflicting flags (or
+peers started with different ones), 3 rperf compare found a regression,
+4 this machine cannot run the test (no such device, no atomics),
+130 interrupted.`,
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -50,6 +57,7 @@ cannot run the test (no such device, no atomics), 130 interrupted.`,
 	for _, k := range kinds {
 		root.AddCommand(newTestCommand(k))
 	}
+	root.AddCommand(comparecmd.New(nil), plotcmd.New(nil))
 	return root
 }
 
