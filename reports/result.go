@@ -70,6 +70,23 @@ type Result struct {
 	AchievedMbps  *float64 `json:"achieved_mbps,omitempty"`
 	// ErrorPct is (achieved − requested) / requested × 100.
 	ErrorPct *float64 `json:"error_pct,omitempty"`
+
+	// Repeated measurements (rperf paths, dm-lat): a record is the
+	// repetition whose figure of merit was the median of Repetitions
+	// runs; Merit names the figure ("msg_rate_mpps", "p50_us"), MeritMin
+	// and MeritMax are its extremes over the repetitions, and Verdict
+	// compares the path with generic (see [VerdictOf]).
+	Repetitions int      `json:"repetitions,omitempty"`
+	Merit       string   `json:"merit,omitempty"`
+	MeritMin    *float64 `json:"merit_min,omitempty"`
+	MeritMax    *float64 `json:"merit_max,omitempty"`
+	Verdict     string   `json:"verdict,omitempty"`
+
+	// Gap is a paced stream's inter-message gap distribution, and
+	// ExcludedMessages the messages before the measurement (the token
+	// bucket's initial burst).
+	Gap              *Gap  `json:"gap,omitempty"`
+	ExcludedMessages int64 `json:"excluded_messages,omitempty"`
 }
 
 // Write writes d as indented JSON. It sets an empty Schema to [SchemaV1]

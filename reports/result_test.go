@@ -45,7 +45,21 @@ func goldenDocument(t *testing.T) *Document {
 	paced := bwd
 	paced.Path, paced.RatioToGeneric = "burst", ptr(1.25)
 	paced.RequestedMbps, paced.AchievedMbps, paced.ErrorPct = ptr(30000.0), ptr(32768.0), ptr(9.2266666)
-	doc.Results = append(doc.Results, lat, dur, bw, bwd, paced)
+	gaps, err := NewRecorder(RecorderOptions{Expected: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []int64{1000, 1100, 900, 1000} {
+		gaps.Record(g)
+	}
+	if paced.Gap, err = NewGap(gaps, 1000, nil); err != nil {
+		t.Fatal(err)
+	}
+	paced.ExcludedMessages = 2
+	rep := bwd
+	rep.Path, rep.RatioToGeneric, rep.Verdict = "dv", ptr(1.5), VerdictBetter
+	rep.Repetitions, rep.Merit, rep.MeritMin, rep.MeritMax = 5, MeritMsgRate, ptr(0.9), ptr(1.1)
+	doc.Results = append(doc.Results, lat, dur, bw, bwd, paced, rep)
 	return doc
 }
 
