@@ -27,6 +27,10 @@ type Options struct {
 	// Confidence is the confidence level of the noise intervals, in
 	// (0.5, 1); 0 means [DefaultConfidence].
 	Confidence float64
+	// FailUnsure counts an [Unsure] change in the worse direction as a
+	// failure ([Report.Failures]), for CI jobs that can afford only one
+	// run per side and prefer false alarms to missed regressions.
+	FailUnsure bool
 }
 
 // Verdict is the outcome of one comparison.
@@ -38,6 +42,12 @@ const (
 	Worse  Verdict = "worse"
 	// Same: the change is below the threshold or within noise.
 	Same Verdict = "same"
+	// Unsure: the change reaches the threshold and the sides do not
+	// overlap, but there are too few runs to say so at the confidence
+	// asked (noise basis range, histogram or none). One run per side sees
+	// the noise within a run, not between runs; on the development VM two
+	// identical write_lat runs differ by +35% at p99 and ×10 at p99.9.
+	Unsure Verdict = "unsure"
 	// NoVerdict: the baseline's value is 0, so there is no relative
 	// change to judge.
 	NoVerdict Verdict = "n/a"
@@ -52,18 +62,19 @@ const (
 	// the confidence asked: the Hodges-Lehmann interval of the shift
 	// between the two sides' per-run values.
 	NoiseRuns Noise = "runs"
-	// NoiseRange: repetitions, but too few for that confidence: each
-	// side's interval spans all its runs (and, for latency, the
-	// within-run interval of the pooled samples); the intervals must not
-	// overlap.
+	// NoiseRange: repetitions, but too few for a rank interval at the
+	// confidence asked: each side's interval spans all its runs (and, for
+	// latency, the within-run interval of the pooled samples). Overlapping
+	// sides are the same within noise; apart, the verdict is Unsure.
 	NoiseRange Noise = "range"
 	// NoiseHistogram: one latency run per side: each side's interval is
 	// the within-run interval of its histogram (order statistics for a
-	// percentile, the standard error for the mean). It sees the noise
-	// within a run, not the variation between runs.
+	// percentile, the standard error for the mean). Overlapping sides are
+	// the same within noise; apart, the verdict is Unsure, since the
+	// noise within a run is not the noise between runs.
 	NoiseHistogram Noise = "histogram"
-	// NoiseNone: one bandwidth run per side: nothing measures the noise,
-	// and the threshold alone decides.
+	// NoiseNone: one bandwidth run per side: nothing measures the noise.
+	// A change beyond the threshold is Unsure.
 	NoiseNone Noise = "none"
 )
 
@@ -122,6 +133,18 @@ type Comparison struct {
 
 // Key returns the comparison's key.
 func (c *Comparison) Key() Key { return Key{Test: c.Test, Bytes: c.Bytes, Path: c.Path} }
+
+// Direction is where the change points, whatever its size or noise:
+// [Better], [Worse], or [Same] for no change.
+func (c *Comparison) Direction() Verdict {
+	switch {
+	case c.ChangePct == 0:
+		return Same
+	case (c.ChangePct > 0) == (c.Better == "higher"):
+		return Better
+	}
+	return Worse
+}
 
 // Compare compares the candidate's records with the baseline's, key by
 // key (keys in the baseline's order) and metric by metric (in the order
@@ -259,7 +282,7 @@ func compareGroups(bg, cg *group, m Metric, opts Options) (Comparison, error) {
 	default:
 		cmp.Noise = NoiseNone
 	}
-	cmp.Verdict, cmp.Reason = decide(cmp, m, nb, nc, opts)
+	cmp.Verdict, cmp.Reason = decide(cmp, nb, nc, opts)
 	return cmp, nil
 }
 
@@ -269,22 +292,23 @@ func spread(s measure) (lo, hi float64) {
 	return min(s.lo, slices.Min(s.values)), max(s.hi, slices.Max(s.values))
 }
 
-// decide gives the verdict: better or worse when the change reaches the
-// threshold in that direction and its interval excludes no change on
-// the same side; with no noise estimate, the threshold alone decides.
-func decide(c Comparison, m Metric, nb, nc int, opts Options) (Verdict, string) {
+// decide gives the verdict. Better or worse: the change reaches the
+// threshold in that direction and its rank interval from enough runs lies
+// on that side of zero. Same: below the threshold, or the interval (of
+// whatever basis) includes no change. Unsure: beyond the threshold and
+// the sides apart, but the basis is weaker than the confidence asked.
+func decide(c Comparison, nb, nc int, opts Options) (Verdict, string) {
 	change := c.ChangePct
-	dir := Worse
-	if (change > 0) == m.HigherIsBetter {
-		dir = Better
-	}
+	dir := c.Direction()
 	runs := fmt.Sprintf("%d vs %d runs", nb, nc)
+	thr := formatThreshold(opts.ThresholdPct)
 	if change == 0 || math.Abs(change) < opts.ThresholdPct {
-		return Same, fmt.Sprintf("the change, %s, is below the %s threshold", formatPct(change), formatThreshold(opts.ThresholdPct))
+		return Same, fmt.Sprintf("the change, %s, is below the %s threshold", formatPct(change), thr)
 	}
+	more := fmt.Sprintf("repeat the runs (%d per side give %s)", RunsNeeded(opts.Confidence), formatConfidence(opts.Confidence))
 	if c.Noise == NoiseNone {
-		return dir, fmt.Sprintf("%s beyond the %s threshold, based on one sample per side: no noise estimate, the threshold alone decided (repeat the runs to measure the noise)",
-			formatPct(change), formatThreshold(opts.ThresholdPct))
+		return Unsure, fmt.Sprintf("%s (%s) is beyond the %s threshold, but based on one sample per side, with no noise estimate: %s",
+			formatPct(change), dir, thr, more)
 	}
 	iv := c.Interval
 	beyond := (change > 0 && iv.LoPct > 0) || (change < 0 && iv.HiPct < 0)
@@ -295,21 +319,31 @@ func decide(c Comparison, m Metric, nb, nc int, opts Options) (Verdict, string) 
 			return Same, fmt.Sprintf("within noise: the %s interval %s from %s includes no change", formatConfidence(iv.Confidence), ivs, runs)
 		}
 		return dir, fmt.Sprintf("%s, beyond the %s threshold and beyond noise: the %s interval %s from %s excludes no change",
-			formatPct(change), formatThreshold(opts.ThresholdPct), formatConfidence(iv.Confidence), ivs, runs)
+			formatPct(change), thr, formatConfidence(iv.Confidence), ivs, runs)
 	case NoiseRange:
-		few := fmt.Sprintf("%s are too few for a %s rank interval", runs, formatConfidence(opts.Confidence))
 		if !beyond {
-			return Same, fmt.Sprintf("within noise: the sides' ranges overlap (change interval %s); %s", ivs, few)
+			return Same, fmt.Sprintf("within noise: the sides' ranges overlap (change interval %s, %s)", ivs, runs)
 		}
-		return dir, fmt.Sprintf("%s, beyond the %s threshold, and the sides' ranges do not overlap (change interval %s); %s, so this is weaker evidence than repeated runs give",
-			formatPct(change), formatThreshold(opts.ThresholdPct), ivs, few)
+		return Unsure, fmt.Sprintf("%s (%s) is beyond the %s threshold and the sides' ranges do not overlap (change interval %s), but %s give at most %s confidence, not the %s asked: %s",
+			formatPct(change), dir, thr, ivs, runs, formatConfidence(iv.Confidence), formatConfidence(opts.Confidence), more)
 	default: // NoiseHistogram
 		if !beyond {
 			return Same, fmt.Sprintf("within noise, based on one sample per side: the histograms' %s intervals overlap (change interval %s)", formatConfidence(opts.Confidence), ivs)
 		}
-		return dir, fmt.Sprintf("%s, beyond the %s threshold, based on one sample per side: the histograms' %s intervals do not overlap (change interval %s), which covers the noise within a run but not between runs",
-			formatPct(change), formatThreshold(opts.ThresholdPct), formatConfidence(opts.Confidence), ivs)
+		return Unsure, fmt.Sprintf("%s (%s) is beyond the %s threshold, based on one sample per side: the histograms' %s intervals do not overlap (change interval %s), but they measure the noise within a run, not between runs: %s",
+			formatPct(change), dir, thr, formatConfidence(opts.Confidence), ivs, more)
 	}
+}
+
+// RunsNeeded returns the smallest number of runs per side (the same on
+// both) whose rank interval can reach confidence conf: 4 for 95%, 5 for
+// 99%.
+func RunsNeeded(conf float64) int {
+	n := 2
+	for stats.MaxConfidence(n, n) < conf {
+		n++
+	}
+	return n
 }
 
 func newSideReport(m measure) Side {

@@ -3,6 +3,7 @@ package compare
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ func TestVerdicts(t *testing.T) {
 		name       string
 		base, cand []float64
 		threshold  float64
+		conf       float64
 		verdict    Verdict
 		noise      Noise
 		change     float64
@@ -70,10 +72,17 @@ func TestVerdicts(t *testing.T) {
 			reason: "within noise",
 		},
 		{
-			// 3 vs 3 cannot reach 95%: range basis, at most 90%.
+			// 3 vs 3 cannot reach 95%: range basis, at most 90%, so apart
+			// is unsure, not worse.
 			name: "3v3 separated", base: []float64{9.9, 10, 10.1}, cand: []float64{8.9, 9, 9.1},
-			verdict: Worse, noise: NoiseRange, change: -10, lo: -12, hi: -8, confidence: 0.9,
-			reason: "too few for a 95% rank interval",
+			verdict: Unsure, noise: NoiseRange, change: -10, lo: -12, hi: -8, confidence: 0.9,
+			reason: "(worse) is beyond the 5% threshold and the sides' ranges do not overlap (change interval [-12.0%, -8.0%]), but 3 vs 3 runs give at most 90% confidence, not the 95% asked: repeat the runs (4 per side give 95%)",
+		},
+		{
+			// Asking for 90% makes 3 vs 3 a rank interval.
+			name: "3v3 separated at 90%", base: []float64{9.9, 10, 10.1}, cand: []float64{8.9, 9, 9.1}, conf: 0.9,
+			verdict: Worse, noise: NoiseRuns, change: -10, lo: -12, hi: -8, confidence: 0.9,
+			reason: "the 90% interval [-12.0%, -8.0%] from 3 vs 3 runs excludes no change",
 		},
 		{
 			name: "3v3 overlapping", base: []float64{9, 10, 11}, cand: []float64{8, 9, 10.5},
@@ -82,8 +91,8 @@ func TestVerdicts(t *testing.T) {
 		},
 		{
 			name: "1v1 beyond the threshold", base: []float64{10}, cand: []float64{9},
-			verdict: Worse, noise: NoiseNone, change: -10, lo: math.NaN(),
-			reason: "based on one sample per side: no noise estimate",
+			verdict: Unsure, noise: NoiseNone, change: -10, lo: math.NaN(),
+			reason: "-10.0% (worse) is beyond the 5% threshold, but based on one sample per side, with no noise estimate",
 		},
 		{
 			name: "1v1 below the threshold", base: []float64{10}, cand: []float64{9.7},
@@ -101,7 +110,7 @@ func TestVerdicts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := Compare(inputs("b", bwDocs("write_bw", 65536, tc.base...)...), inputs("c", bwDocs("write_bw", 65536, tc.cand...)...),
-				Options{Metrics: mustMetrics(t, "bw_avg"), ThresholdPct: tc.threshold})
+				Options{Metrics: mustMetrics(t, "bw_avg"), ThresholdPct: tc.threshold, Confidence: tc.conf})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,8 +136,8 @@ func TestVerdicts(t *testing.T) {
 			if !strings.Contains(c.Reason, tc.reason) {
 				t.Errorf("reason %q does not say %q", c.Reason, tc.reason)
 			}
-			if got := len(rep.Regressions()); got != btoi(tc.verdict == Worse) {
-				t.Errorf("%d regressions", got)
+			if got := len(rep.Failures()); got != btoi(tc.verdict == Worse) {
+				t.Errorf("%d failures", got)
 			}
 		})
 	}
@@ -243,11 +252,11 @@ func TestLatencyOneRun(t *testing.T) {
 		verdict Verdict
 		reason  string
 	}{
-		{"20% slower", spreadSamples(2, 5000, 1200), "p50", Worse, "based on one sample per side"},
-		{"20% faster", spreadSamples(3, 5000, 800), "p50", Better, "not between runs"},
+		{"20% slower", spreadSamples(2, 5000, 1200), "p50", Unsure, "(worse) is beyond the 5% threshold, based on one sample per side"},
+		{"20% faster", spreadSamples(3, 5000, 800), "p50", Unsure, "(better) is beyond the 5% threshold, based on one sample per side: the histograms' 95% intervals do not overlap"},
 		{"same distribution", spreadSamples(4, 5000, 1000), "p50", Same, "below the 5% threshold"},
 		{"same distribution, mean", spreadSamples(4, 5000, 1000), "mean", Same, ""},
-		{"20% slower, p90", spreadSamples(5, 5000, 1200), "p90", Worse, ""},
+		{"20% slower, p90", spreadSamples(5, 5000, 1200), "p90", Unsure, "not between runs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cand := latencyResult(t, "write_lat", 2, 2, tc.cand)
@@ -303,6 +312,70 @@ func TestLatencyRepetitions(t *testing.T) {
 	}
 	if c := oneDoc.Comparisons[0]; c.Metric != "p50" || c.Verdict != Worse {
 		t.Errorf("p50: %s %s: %s", c.Metric, c.Verdict, c.Reason)
+	}
+}
+
+// heavyTail returns n samples around center ns with a Pareto tail (5%
+// of samples), the tail scaled by tailScale.
+func heavyTail(seed uint64, n int, center, tailScale float64) []int64 {
+	r := rand.New(rand.NewPCG(seed, 9))
+	out := make([]int64, n)
+	for i := range out {
+		v := center * (0.95 + 0.1*r.Float64())
+		if r.IntN(20) == 0 {
+			v *= 2 * tailScale / math.Pow(1-r.Float64(), 0.8)
+		}
+		out[i] = int64(v)
+	}
+	return out
+}
+
+// TestTailWithinNoise: p99.9 of 5000 samples rests on five values; with
+// a heavy tail two runs of one distribution differ there by more than the
+// threshold, and the histograms' intervals say it is noise.
+func TestTailWithinNoise(t *testing.T) {
+	base := latencyResult(t, "write_lat", 2, 2, heavyTail(6, 5000, 1000, 1))
+	cand := latencyResult(t, "write_lat", 2, 2, heavyTail(7, 5000, 1000, 1))
+	rep, err := Compare(inputs("b", doc("shm0", base)), inputs("c", doc("shm0", cand)), Options{Metrics: mustMetrics(t, "p99.9")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Comparisons[0]
+	if math.Abs(c.ChangePct) < 5 || c.Verdict != Same || !strings.Contains(c.Reason, "within noise, based on one sample per side") {
+		t.Errorf("change %.1f%%, verdict %s: %s", c.ChangePct, c.Verdict, c.Reason)
+	}
+}
+
+func TestRunsNeeded(t *testing.T) {
+	for _, tc := range []struct {
+		conf float64
+		want int
+	}{{0.5, 2}, {0.9, 3}, {0.95, 4}, {0.99, 5}, {0.999, 7}} {
+		if got := RunsNeeded(tc.conf); got != tc.want {
+			t.Errorf("RunsNeeded(%v) = %d, want %d", tc.conf, got, tc.want)
+		}
+	}
+}
+
+// TestFailUnsure: unsure changes fail only with FailUnsure, and only in
+// the worse direction.
+func TestFailUnsure(t *testing.T) {
+	for _, tc := range []struct {
+		cand       float64
+		failUnsure bool
+		failures   int
+	}{{9, false, 0}, {9, true, 1}, {11, true, 0}} {
+		rep, err := Compare(inputs("b", bwDocs("write_bw", 8, 10)...), inputs("c", bwDocs("write_bw", 8, tc.cand)...),
+			Options{Metrics: mustMetrics(t, "bw_avg"), FailUnsure: tc.failUnsure})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := rep.Comparisons[0]; c.Verdict != Unsure {
+			t.Fatalf("verdict %s", c.Verdict)
+		}
+		if got := len(rep.Failures()); got != tc.failures || rep.Summary.Failures != tc.failures {
+			t.Errorf("candidate %v, FailUnsure %v: %d failures (summary %d), want %d", tc.cand, tc.failUnsure, got, rep.Summary.Failures, tc.failures)
+		}
 	}
 }
 

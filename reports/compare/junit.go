@@ -9,14 +9,16 @@ import (
 
 // JUnit XML, as CI systems read it (Jenkins, GitLab, GitHub test
 // reporters): one testsuite, one testcase per (key, metric) with the key
-// as classname and the metric as name. A regression is a failure whose
-// message carries the numbers; other verdicts pass, with the reason as
-// system-out.
+// as classname and the metric as name. A regression ([Report.Failures])
+// is a failure whose message carries the numbers; an unsure comparison
+// that does not fail is skipped (the check could not decide); the others
+// pass. Every testcase has the reason and the runs' values as system-out.
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
+	Skipped  int          `xml:"skipped,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
@@ -39,7 +41,14 @@ type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	SystemOut *junitText    `xml:"system-out,omitempty"`
+}
+
+// junitSkipped marks an unsure comparison that does not fail: the
+// check could not decide.
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitFailure struct {
@@ -69,22 +78,24 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 		c := &r.Comparisons[i]
 		tc := junitCase{Name: c.Metric, Classname: c.Key().String()}
 		detail := fmt.Sprintf("%s: %s\nbaseline runs: %s %s\ncandidate runs: %s %s\n",
-			c.Verdict, c.Reason, joinValues(c.Baseline.Values), c.Unit, joinValues(c.Candidate.Values), c.Unit)
-		if c.Verdict == Worse {
+			verdictText(c), c.Reason, joinValues(c.Baseline.Values), c.Unit, joinValues(c.Candidate.Values), c.Unit)
+		numbers := fmt.Sprintf("%s -> %s %s (%s, interval %s, %s; threshold %s)",
+			formatValue(c.Baseline.Value), formatValue(c.Candidate.Value), c.Unit,
+			formatPct(c.ChangePct), formatInterval(c.Interval), noiseLabel(c), formatThreshold(r.ThresholdPct))
+		switch {
+		case r.fails(c):
 			suite.Failures++
-			tc.Failure = &junitFailure{
-				Type: "regression",
-				Message: fmt.Sprintf("%s %s regressed: %s -> %s %s (%s, interval %s, %s; threshold %s)",
-					c.Key(), c.Metric, formatValue(c.Baseline.Value), formatValue(c.Candidate.Value), c.Unit,
-					formatPct(c.ChangePct), formatInterval(c.Interval), noiseLabel(c), formatThreshold(r.ThresholdPct)),
-				Text: detail,
-			}
-		} else {
+			tc.Failure = &junitFailure{Type: "regression", Message: fmt.Sprintf("%s %s regressed (%s): %s", c.Key(), c.Metric, verdictText(c), numbers), Text: detail}
+		case c.Verdict == Unsure:
+			suite.Skipped++
+			tc.Skipped = &junitSkipped{Message: fmt.Sprintf("%s %s %s: too few runs to tell: %s", c.Key(), c.Metric, verdictText(c), numbers)}
+			tc.SystemOut = &junitText{detail}
+		default:
 			tc.SystemOut = &junitText{detail}
 		}
 		suite.Cases = append(suite.Cases, tc)
 	}
-	doc := junitSuites{Name: "rperf compare", Tests: suite.Tests, Failures: suite.Failures, Suites: []junitSuite{suite}}
+	doc := junitSuites{Name: "rperf compare", Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped, Suites: []junitSuite{suite}}
 	b, err := xml.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return fmt.Errorf("write junit: %w", err)

@@ -19,8 +19,17 @@ func (r *Report) header() []string {
 // alignment: text columns left, numbers right.
 var alignment = []tw.Align{tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft, tw.AlignLeft}
 
+// verdictText is the verdict as the tables show it: an unsure verdict
+// names its direction, "unsure (worse)".
+func verdictText(c *Comparison) string {
+	if c.Verdict == Unsure {
+		return fmt.Sprintf("%s (%s)", c.Verdict, c.Direction())
+	}
+	return string(c.Verdict)
+}
+
 // rows returns one table row per comparison; mark decorates a verdict.
-func (r *Report) rows(mark func(Verdict) string) [][]string {
+func (r *Report) rows(mark func(*Comparison) string) [][]string {
 	out := make([][]string, 0, len(r.Comparisons))
 	for i := range r.Comparisons {
 		c := &r.Comparisons[i]
@@ -32,7 +41,7 @@ func (r *Report) rows(mark func(Verdict) string) [][]string {
 			formatPct(c.ChangePct),
 			formatInterval(c.Interval),
 			noiseLabel(c),
-			mark(c.Verdict),
+			mark(c),
 		})
 	}
 	return out
@@ -42,10 +51,20 @@ func (r *Report) rows(mark func(Verdict) string) [][]string {
 func (r *Report) summaryLine() string {
 	s := r.Summary
 	line := fmt.Sprintf("%s compared: %d worse, %d better, %d same", plural(len(r.Comparisons), "metric"), s.Worse, s.Better, s.Same)
+	if s.Unsure > 0 {
+		line += fmt.Sprintf(", %d unsure (too few runs to tell)", s.Unsure)
+	}
 	if s.NA > 0 {
 		line += fmt.Sprintf(", %d without a verdict", s.NA)
 	}
-	return line + "."
+	line += "."
+	switch {
+	case s.Failures > 0:
+		line += fmt.Sprintf(" %s.", plural(s.Failures, "regression"))
+	case s.Unsure > 0 && !r.FailUnsure:
+		line += " No regression shown, and none ruled out: unsure changes do not fail (--fail-unsure makes them)."
+	}
+	return line
 }
 
 // settings names the inputs and the settings, one line each.
@@ -66,7 +85,7 @@ func (r *Report) findings() []string {
 		if c.Verdict == Same {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: %s %s: %s -> %s %s: %s", c.Verdict, c.Key(), c.Metric,
+		out = append(out, fmt.Sprintf("%s: %s %s: %s -> %s %s: %s", verdictText(c), c.Key(), c.Metric,
 			formatValue(c.Baseline.Value), formatValue(c.Candidate.Value), c.Unit, c.Reason))
 	}
 	return out
@@ -88,9 +107,9 @@ func (r *Report) notes() []string {
 func (r *Report) legend() []string {
 	text := map[Noise]string{
 		NoiseRuns:      "runs: Hodges-Lehmann interval of the change between the sides' runs (exact Mann-Whitney ranks), at the confidence shown",
-		NoiseRange:     "range: too few runs for the confidence asked; each side spans all its runs (and, for latency, its histogram's interval), and the sides must not overlap; the confidence shown is the most these runs can give",
-		NoiseHistogram: "histogram: one latency run per side; each side's interval is its histogram's (order statistics, or the mean's standard error): noise within a run, not between runs",
-		NoiseNone:      "none: one bandwidth run per side; nothing measures the noise, so the threshold alone decides",
+		NoiseRange:     "range: too few runs for the confidence asked; each side spans all its runs (and, for latency, its histogram's interval); the confidence shown is the most these runs can give; sides apart are unsure, not worse",
+		NoiseHistogram: "histogram: one latency run per side; each side's interval is its histogram's (order statistics, or the mean's standard error): noise within a run, not between runs; sides apart are unsure, not worse",
+		NoiseNone:      "none: one bandwidth run per side; nothing measures the noise; a change beyond the threshold is unsure",
 	}
 	var out []string
 	for _, n := range []Noise{NoiseRuns, NoiseRange, NoiseHistogram, NoiseNone} {
@@ -117,7 +136,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := writeTable(&b, renderer.NewBlueprint(tw.Rendition{
 		Borders:  tw.BorderNone,
 		Settings: tw.Settings{Separators: tw.SeparatorsNone, Lines: tw.LinesNone},
-	}), true, r.header(), r.rows(func(v Verdict) string { return string(v) })); err != nil {
+	}), true, r.header(), r.rows(verdictText)); err != nil {
 		return err
 	}
 	fmt.Fprintf(&b, "\n%s\n", r.summaryLine())
@@ -144,21 +163,25 @@ func (r *Report) WriteText(w io.Writer) error {
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b bytes.Buffer
 	title := "no regression"
-	if n := r.Summary.Worse; n > 0 {
+	if n := r.Summary.Failures; n > 0 {
 		title = plural(n, "regression")
+	} else if r.Summary.Unsure > 0 {
+		title += fmt.Sprintf(", %d unsure", r.Summary.Unsure)
 	}
 	fmt.Fprintf(&b, "### rperf compare: %s\n\n", title)
 	for _, l := range r.settings() {
 		fmt.Fprintf(&b, "%s  \n", mdEscape(strings.ToUpper(l[:1])+l[1:]))
 	}
 	b.WriteString("\n")
-	rows := r.rows(func(v Verdict) string { return string(v) })
-	for _, row := range rows {
-		for i := range row {
-			row[i] = mdEscape(row[i])
+	rows := r.rows(func(c *Comparison) string {
+		if r.fails(c) {
+			return "**" + verdictText(c) + "**"
 		}
-		if v := &row[len(row)-1]; *v == string(Worse) {
-			*v = "**" + *v + "**"
+		return verdictText(c)
+	})
+	for _, row := range rows {
+		for i := range row[:len(row)-1] {
+			row[i] = mdEscape(row[i])
 		}
 	}
 	if err := writeTable(&b, renderer.NewMarkdown(), false, r.header(), rows); err != nil {

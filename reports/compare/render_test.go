@@ -77,7 +77,7 @@ func TestGoldenJUnit(t *testing.T) {
 	if err := xml.Unmarshal(b.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	failures := 0
+	failures, skipped := 0, 0
 	for _, c := range back.Suites[0].Cases {
 		if c.Failure != nil {
 			failures++
@@ -85,9 +85,15 @@ func TestGoldenJUnit(t *testing.T) {
 				t.Errorf("failure message %q", c.Failure.Message)
 			}
 		}
+		if c.Skipped != nil {
+			skipped++
+		}
 	}
-	if want := len(rep.Regressions()); failures != want || back.Failures != want || back.Tests != len(rep.Comparisons) || want == 0 {
+	if want := len(rep.Failures()); failures != want || back.Failures != want || back.Tests != len(rep.Comparisons) || want == 0 {
 		t.Errorf("%d failing testcases, failures=%d, tests=%d; want %d regressions of %d", failures, back.Failures, back.Tests, want, len(rep.Comparisons))
+	}
+	if skipped != rep.Summary.Unsure || back.Skipped != skipped || skipped == 0 {
+		t.Errorf("%d skipped testcases, skipped=%d; want the %d unsure", skipped, back.Skipped, rep.Summary.Unsure)
 	}
 }
 
@@ -117,7 +123,7 @@ func TestFixtureVerdicts(t *testing.T) {
 	for k, want := range map[string]string{
 		"write_lat 2B p50":                 "worse runs",
 		"write_lat 64B p50":                "same runs",
-		"send_bw 4096B path=inline bw_avg": "better range",
+		"send_bw 4096B path=inline bw_avg": "unsure range",
 		"write_bw 65536B bw_avg":           "same none",
 	} {
 		if got[k] != want {

@@ -18,10 +18,13 @@ const Schema = "rperf-compare/v1"
 // Report is the result of [Compare]. Its JSON form is the comparison
 // document, schema [Schema].
 type Report struct {
-	Schema       string   `json:"schema"`
-	ThresholdPct float64  `json:"threshold_pct"`
-	Confidence   float64  `json:"confidence"`
-	Metrics      []string `json:"metrics"`
+	Schema       string  `json:"schema"`
+	ThresholdPct float64 `json:"threshold_pct"`
+	Confidence   float64 `json:"confidence"`
+	// FailUnsure: unsure changes in the worse direction count as
+	// failures ([Options.FailUnsure]).
+	FailUnsure bool     `json:"fail_unsure"`
+	Metrics    []string `json:"metrics"`
 	// Baseline and Candidate describe the documents of each side.
 	Baseline  []File `json:"baseline"`
 	Candidate []File `json:"candidate"`
@@ -47,12 +50,15 @@ type File struct {
 	Device       string `json:"device,omitempty"`
 }
 
-// Summary counts the verdicts of a report.
+// Summary counts the verdicts of a report, and the failures among them
+// ([Report.Failures]).
 type Summary struct {
-	Worse  int `json:"worse"`
-	Better int `json:"better"`
-	Same   int `json:"same"`
-	NA     int `json:"n_a"`
+	Worse    int `json:"worse"`
+	Better   int `json:"better"`
+	Same     int `json:"same"`
+	Unsure   int `json:"unsure"`
+	NA       int `json:"n_a"`
+	Failures int `json:"failures"`
 }
 
 func newReport(baseline, candidate []Input, opts Options) *Report {
@@ -60,6 +66,7 @@ func newReport(baseline, candidate []Input, opts Options) *Report {
 		Schema:        Schema,
 		ThresholdPct:  opts.ThresholdPct,
 		Confidence:    opts.Confidence,
+		FailUnsure:    opts.FailUnsure,
 		Comparisons:   []Comparison{},
 		OnlyBaseline:  []string{},
 		OnlyCandidate: []string{},
@@ -90,17 +97,30 @@ func (r *Report) add(c Comparison) {
 		r.Summary.Better++
 	case Same:
 		r.Summary.Same++
+	case Unsure:
+		r.Summary.Unsure++
 	default:
 		r.Summary.NA++
 	}
+	if r.fails(&c) {
+		r.Summary.Failures++
+	}
 }
 
-// Regressions returns the comparisons whose verdict is [Worse].
-func (r *Report) Regressions() []Comparison {
+// fails says whether c counts as a regression: worse, or, with
+// FailUnsure, unsure in the worse direction.
+func (r *Report) fails(c *Comparison) bool {
+	return c.Verdict == Worse || (r.FailUnsure && c.Verdict == Unsure && c.Direction() == Worse)
+}
+
+// Failures returns the comparisons that count as regressions: those whose
+// verdict is [Worse], and with FailUnsure those [Unsure] in the worse
+// direction. rperf compare exits with code 3 when there is any.
+func (r *Report) Failures() []Comparison {
 	var out []Comparison
-	for _, c := range r.Comparisons {
-		if c.Verdict == Worse {
-			out = append(out, c)
+	for i := range r.Comparisons {
+		if r.fails(&r.Comparisons[i]) {
+			out = append(out, r.Comparisons[i])
 		}
 	}
 	return out

@@ -25,6 +25,7 @@ type Options struct {
 	Baseline, Candidate []string
 	ThresholdPct        float64
 	Confidence          float64
+	FailUnsure          bool
 	Metrics             []string
 	// Markdown, JUnit and JSON name extra output files; "-" writes that
 	// output to stdout instead of the text table.
@@ -52,16 +53,21 @@ side. With fewer, the report says so and falls back to the runs' ranges and,
 for latency, to each histogram's own spread; a single bandwidth run per side
 has no noise estimate and the threshold alone decides.
 
-A change is better or worse only when it reaches --threshold and its interval
-excludes no change. Lower latency, higher bandwidth and message rate are better.
+A change is better or worse only when it reaches --threshold and its rank
+interval from enough runs excludes no change. With too few runs a change that
+passes the threshold is "unsure": one run per side cannot tell a change from
+run-to-run noise (two identical runs can differ by 30% at p99). Lower latency,
+higher bandwidth and message rate are better.
 
-Exit codes: 0 no metric regressed, 3 a metric regressed, 1 an input could not
-be read or compared, 2 wrong flags or arguments. Every output is written
-before the exit.
+Exit codes: 0 no metric regressed, 3 a metric got worse (or, with
+--fail-unsure, is unsure in the worse direction), 1 an input could not be read
+or compared, 2 wrong flags or arguments. Every output is written before the
+exit.
 
 Examples:
   rperf compare base.json cand.json
   rperf compare --baseline 'base-*.json' --candidate 'cand-*.json' --junit compare.xml
+  rperf compare base.json cand.json --fail-unsure       one run per side, in CI
   rperf compare base.json cand.json --threshold 10% --metrics p50,p99 --markdown comment.md`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -79,6 +85,7 @@ Examples:
 	f.StringArrayVar(&o.Candidate, "candidate", nil, "a candidate document or glob pattern (repeat for repetitions)")
 	f.Var((*percent)(&o.ThresholdPct), "threshold", "the smallest relative change called better or worse, in percent (5 or 5%)")
 	f.Float64Var(&o.Confidence, "confidence", o.Confidence, "confidence level of the noise intervals")
+	f.BoolVar(&o.FailUnsure, "fail-unsure", false, "also exit 3 when a change in the worse direction passes the threshold but there are too few runs to tell it from noise")
 	f.StringSliceVar(&o.Metrics, "metrics", compare.DefaultMetrics, "metrics to compare: pNN (any latency percentile), mean, bw_avg, msg_rate")
 	f.StringVar(&o.Markdown, "markdown", "", "also write the comparison as Markdown to `FILE` (- for stdout)")
 	f.StringVar(&o.JUnit, "junit", "", "also write JUnit XML to `FILE`, a regression being a failing testcase (- for stdout)")
@@ -131,7 +138,8 @@ func (o *Options) complete(cmd *cobra.Command, args []string) error {
 }
 
 // Run compares, writes every output asked for, and returns an
-// *cli.ExitError with [cli.ExitRegression] when a metric regressed.
+// *cli.ExitError with [cli.ExitRegression] when a metric regressed
+// ([compare.Report.Failures]).
 func Run(o *Options, stdout io.Writer) error {
 	metrics, err := compare.ParseMetrics(o.Metrics)
 	if err != nil {
@@ -145,7 +153,7 @@ func Run(o *Options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep, err := compare.Compare(base, cand, compare.Options{Metrics: metrics, ThresholdPct: o.ThresholdPct, Confidence: o.Confidence})
+	rep, err := compare.Compare(base, cand, compare.Options{Metrics: metrics, ThresholdPct: o.ThresholdPct, Confidence: o.Confidence, FailUnsure: o.FailUnsure})
 	if err != nil {
 		return err
 	}
@@ -177,7 +185,7 @@ func Run(o *Options, stdout io.Writer) error {
 			return err
 		}
 	}
-	if regs := rep.Regressions(); len(regs) > 0 {
+	if regs := rep.Failures(); len(regs) > 0 {
 		return &cli.ExitError{Code: cli.ExitRegression, Msg: regressionMessage(regs, len(rep.Comparisons))}
 	}
 	return nil
@@ -192,7 +200,11 @@ func regressionMessage(regs []compare.Comparison, total int) string {
 			parts = append(parts, fmt.Sprintf("and %d more", len(regs)-shown))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s %s %+.1f%%", c.Key(), c.Metric, c.ChangePct))
+		p := fmt.Sprintf("%s %s %+.1f%%", c.Key(), c.Metric, c.ChangePct)
+		if c.Verdict == compare.Unsure {
+			p += " (unsure)"
+		}
+		parts = append(parts, p)
 	}
 	return fmt.Sprintf("%d of %d metrics regressed: %s", len(regs), total, strings.Join(parts, ", "))
 }

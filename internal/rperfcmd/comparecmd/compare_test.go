@@ -34,10 +34,10 @@ func TestFlags(t *testing.T) {
 			want: with(func(o *Options) { o.Baseline, o.Candidate = []string{"a1.json", "a2.json"}, []string{"b*.json"} })},
 		{name: "file names with commas stay whole", args: []string{"--baseline", "a,1.json", "--candidate", "b.json"},
 			want: with(func(o *Options) { o.Baseline, o.Candidate = []string{"a,1.json"}, []string{"b.json"} })},
-		{name: "settings", args: []string{"a", "b", "--threshold", "2.5%", "--confidence", "0.99", "--metrics", "p50,p99.99", "--markdown", "c.md", "--junit", "-", "--json", "c.json"},
+		{name: "settings", args: []string{"a", "b", "--threshold", "2.5%", "--confidence", "0.99", "--fail-unsure", "--metrics", "p50,p99.99", "--markdown", "c.md", "--junit", "-", "--json", "c.json"},
 			want: with(func(o *Options) {
 				o.Baseline, o.Candidate = []string{"a"}, []string{"b"}
-				o.ThresholdPct, o.Confidence, o.Metrics = 2.5, 0.99, []string{"p50", "p99.99"}
+				o.ThresholdPct, o.Confidence, o.FailUnsure, o.Metrics = 2.5, 0.99, true, []string{"p50", "p99.99"}
 				o.Markdown, o.JUnit, o.JSON = "c.md", "-", "c.json"
 			})},
 		{name: "threshold without %", args: []string{"a", "b", "--threshold", "10"},
@@ -144,10 +144,11 @@ func TestRun(t *testing.T) {
 	}{
 		{name: "same", args: []string{p("base.json"), p("same.json")}, code: 0,
 			stdout: []string{"write_lat 2B", "1v1 histogram", "4 metrics compared: 0 worse, 0 better, 4 same."}},
-		{name: "regression", args: []string{p("base.json"), p("slow.json")}, code: cli.ExitRegression,
-			stdout: []string{"worse: write_lat 2B p50", "based on one sample per side"},
-			stderr: "rperf: 4 of 4 metrics regressed: write_lat 2B p50 +30."},
-		{name: "improvement", args: []string{p("slow.json"), p("base.json")}, code: 0, stdout: []string{"0 worse, 4 better"}},
+		{name: "one run per side: unsure", args: []string{p("base.json"), p("slow.json")}, code: 0,
+			stdout: []string{"unsure (worse): write_lat 2B p50", "based on one sample per side", "4 unsure", "--fail-unsure makes them"}},
+		{name: "one run per side, --fail-unsure", args: []string{p("base.json"), p("slow.json"), "--fail-unsure"}, code: cli.ExitRegression,
+			stdout: []string{"4 regressions."}, stderr: "rperf: 4 of 4 metrics regressed: write_lat 2B p50 +30.0% (unsure), "},
+		{name: "improvement, --fail-unsure", args: []string{p("slow.json"), p("base.json"), "--fail-unsure"}, code: 0, stdout: []string{"unsure (better)"}},
 		{name: "threshold above the change", args: []string{p("base.json"), p("slow.json"), "--threshold", "40%"}, code: 0,
 			stdout: []string{"threshold 40%", "0 worse, 0 better, 4 same."}},
 		{name: "repetitions by glob", args: []string{"--baseline", p("rb-*.json"), "--candidate", p("rc-*.json"), "--metrics", "p50"}, code: cli.ExitRegression,
@@ -195,12 +196,12 @@ func TestOutputFiles(t *testing.T) {
 	p := func(name string) string { return filepath.Join(dir, name) }
 	latency(t, p("base.json"), 1000, 1)
 	latency(t, p("slow.json"), 1300, 3)
-	code, _, _ := rperf(t, p("base.json"), p("slow.json"), "--markdown", p("c.md"), "--junit", p("c.xml"), "--json", p("c.json"))
+	code, _, _ := rperf(t, p("base.json"), p("slow.json"), "--fail-unsure", "--markdown", p("c.md"), "--junit", p("c.xml"), "--json", p("c.json"))
 	if code != cli.ExitRegression {
 		t.Fatalf("exit code %d", code)
 	}
 	md, err := os.ReadFile(p("c.md"))
-	if err != nil || !strings.HasPrefix(string(md), "### rperf compare: 4 regressions") || !strings.Contains(string(md), "| **worse** |") {
+	if err != nil || !strings.HasPrefix(string(md), "### rperf compare: 4 regressions") || !strings.Contains(string(md), "| **unsure (worse)** |") {
 		t.Errorf("markdown %v:\n%s", err, md)
 	}
 	x, err := os.ReadFile(p("c.xml"))
@@ -212,7 +213,7 @@ func TestOutputFiles(t *testing.T) {
 	}
 	j, err := os.ReadFile(p("c.json"))
 	var rep compare.Report
-	if err != nil || json.Unmarshal(j, &rep) != nil || rep.Schema != compare.Schema || rep.Summary.Worse != 4 {
+	if err != nil || json.Unmarshal(j, &rep) != nil || rep.Schema != compare.Schema || rep.Summary.Failures != 4 || !rep.FailUnsure {
 		t.Errorf("json %v: %+v", err, rep.Summary)
 	}
 }
