@@ -470,6 +470,16 @@ func TestFormat(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
+		p    float64
+		want string
+	}{
+		{4.14, "+4.1%"}, {-12, "-12.0%"}, {0, "+0.0%"}, {99.94, "+99.9%"}, {99.96, "+100%"}, {-262.4, "-262%"}, {21677.02, "+21677%"},
+	} {
+		if got := formatPct(tc.p); got != tc.want {
+			t.Errorf("formatPct(%v) = %q, want %q", tc.p, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
 		c    float64
 		want string
 	}{

@@ -17,8 +17,12 @@ func formatValue(v float64) string {
 	return strconv.FormatFloat(v, 'f', max(prec, 0), 64)
 }
 
-// formatPct prints a signed relative change: "+4.1%", "-12.0%".
+// formatPct prints a signed relative change: "+4.1%", "-12.0%", and
+// whole percents from 100% on: "+262%", "+21677%".
 func formatPct(p float64) string {
+	if math.Abs(p) >= 99.95 {
+		return fmt.Sprintf("%+.0f%%", p)
+	}
 	return fmt.Sprintf("%+.1f%%", p)
 }
 
