@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -8,6 +9,9 @@ import (
 
 	"github.com/rperf/rperf/internal/stats"
 )
+
+// errNoMetric is returned when keys match but no metric applies to them.
+var errNoMetric = errors.New("none of the metrics applies to the matching records")
 
 // Defaults for [Options].
 const (
@@ -247,7 +251,7 @@ func compareGroups(bg, cg *group, m Metric, opts Options) (Comparison, error) {
 	if b.value <= 0 || math.IsNaN(b.value) || math.IsNaN(c.value) {
 		cmp.Noise = NoiseNone
 		cmp.Verdict = NoVerdict
-		cmp.Reason = fmt.Sprintf("the baseline's %s is %s: there is no relative change to judge", m.Name, formatValue(b.value))
+		cmp.Reason = fmt.Sprintf("no relative change to judge: the baseline's %s is %s, the candidate's %s", m.Name, formatValue(b.value), formatValue(c.value))
 		return cmp, nil
 	}
 	pct := func(d float64) float64 { return 100 * d / b.value }

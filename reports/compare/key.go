@@ -1,7 +1,6 @@
 package compare
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -114,6 +113,3 @@ func keyList(keys []Key) string {
 	}
 	return strings.Join(names, ", ")
 }
-
-// errNoMetric is returned when keys match but no metric applies to them.
-var errNoMetric = errors.New("none of the metrics applies to the matching records")

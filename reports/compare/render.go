@@ -149,9 +149,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s\n", n)
 		}
 	}
-	b.WriteString("noise:\n")
-	for _, l := range r.legend() {
-		fmt.Fprintf(&b, "  %s\n", l)
+	if l := r.legend(); len(l) > 0 {
+		b.WriteString("noise:\n")
+		for _, l := range l {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
 	}
 	_, err := w.Write(b.Bytes())
 	return err
@@ -200,9 +202,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(&b, "- %s\n", mdEscape(n))
 		}
 	}
-	b.WriteString("\nNoise:\n\n")
-	for _, l := range r.legend() {
-		fmt.Fprintf(&b, "- %s\n", mdEscape(l))
+	if l := r.legend(); len(l) > 0 {
+		b.WriteString("\nNoise:\n\n")
+		for _, l := range l {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(l))
+		}
 	}
 	_, err := w.Write(b.Bytes())
 	return err
