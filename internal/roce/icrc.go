@@ -212,21 +212,7 @@ func (p *IPv4Path) ICRC(id uint16, pkt []byte) (uint32, error) {
 	if len(pkt) > 0xffff-IPv4Len-UDPLen {
 		return 0, errICRCLong
 	}
-	var h [v4Pseudo]byte
-	h[0] = 0x45
-	binary.BigEndian.PutUint16(h[2:], uint16(IPv4Len+UDPLen+len(pkt)))
-	binary.BigEndian.PutUint16(h[4:], id)
-	if p.DontFragment {
-		h[6] = IPv4DontFragment << 5
-	}
-	h[9] = ProtoUDP
-	copy(h[12:16], p.Src[:])
-	copy(h[16:20], p.Dst[:])
-	binary.BigEndian.PutUint16(h[20:], p.SrcPort)
-	binary.BigEndian.PutUint16(h[22:], p.DstPort)
-	binary.BigEndian.PutUint16(h[24:], uint16(UDPLen+len(pkt)))
-	maskIPv4UDP(h[:])
-	return icrcSum(h[:], IPv4Len+UDPLen, pkt), nil
+	return ICRCUpdate(p.ICRCBegin(id, len(pkt), pkt[:BTHLen]), pkt[BTHLen:len(pkt)-ICRCLen]), nil
 }
 
 // Seal computes the ICRC of pkt as ICRC does and stores it in pkt's last 4
@@ -258,17 +244,7 @@ func (p *IPv6Path) ICRC(pkt []byte) (uint32, error) {
 	if len(pkt) > 0xffff-UDPLen {
 		return 0, errICRCLong
 	}
-	var h [v6Pseudo]byte
-	h[0] = 0x60
-	binary.BigEndian.PutUint16(h[4:], uint16(UDPLen+len(pkt)))
-	h[6] = ProtoUDP
-	copy(h[8:24], p.Src[:])
-	copy(h[24:40], p.Dst[:])
-	binary.BigEndian.PutUint16(h[40:], p.SrcPort)
-	binary.BigEndian.PutUint16(h[42:], p.DstPort)
-	binary.BigEndian.PutUint16(h[44:], uint16(UDPLen+len(pkt)))
-	maskIPv6UDP(h[:])
-	return icrcSum(h[:], IPv6Len+UDPLen, pkt), nil
+	return ICRCUpdate(p.ICRCBegin(len(pkt), pkt[:BTHLen]), pkt[BTHLen:len(pkt)-ICRCLen]), nil
 }
 
 // Seal computes the ICRC of pkt and stores it in pkt's last 4 bytes.
