@@ -3,54 +3,18 @@ package compare
 import (
 	"flag"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/reports/internal/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
-// golden compares got with testdata/name, rewriting it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s (-want +got); run go test -update if intended\n%s", path, diff)
-	}
-}
+func golden(t *testing.T, name string, got []byte) { testkit.Golden(t, name, got, *update) }
 
-// latencyResult records samples (ns) into a latency record of test at
-// size bytes with rtt factor rtt.
-func latencyResult(t *testing.T, test string, bytes int64, rtt int, samples []int64) reports.Result {
-	t.Helper()
-	rec, err := reports.NewRecorder(reports.RecorderOptions{Expected: len(samples)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range samples {
-		rec.Record(s)
-	}
-	r, err := reports.NewLatencyResult(reports.LatencySpec{
-		Test: test, Bytes: bytes, Iterations: int64(len(samples)) + 1, Mode: reports.ModeIterations, RTTFactor: rtt,
-	}, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
+// latencyResult records samples (ns) into a latency record.
+var latencyResult = testkit.LatencyRecord
 
 // bwResult is a bandwidth record with the given average (Gb/s) and
 // message rate (Mpps).
