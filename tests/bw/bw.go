@@ -267,7 +267,7 @@ func (c *Config) Check() error {
 		return fmt.Errorf("validation keeps a buffer for every outstanding message: %d MiB for %d QPs, more than %d MiB; use fewer QPs, a smaller tx or rx depth, or smaller messages",
 			c.ValidationBytes()>>20, c.QPs, ValidateBudget>>20)
 	}
-	if err := sendpath.Applies(c.Path, sendpath.Test{Verb: testInfo[c.Test].verb, Bandwidth: true, Type: c.Connection}); err != nil {
+	if err := sendpath.Applies(c.Path, c.Test.PathTest(c.Connection)); err != nil {
 		return fmt.Errorf("the %s send path does not apply to %s: %w", c.Path, c.Test.Name(), err)
 	}
 	switch {
@@ -279,6 +279,11 @@ func (c *Config) Check() error {
 		return fmt.Errorf("data validation reads the buffers as host memory; the dm path keeps them in device memory")
 	}
 	return nil
+}
+
+// PathTest describes the test over transport typ for sendpath.Applies.
+func (t Test) PathTest(typ verbsio.QPType) sendpath.Test {
+	return sendpath.Test{Verb: testInfo[t].verb, Bandwidth: true, Type: typ}
 }
 
 // inline is the inline size the QPs ask for: none for READ and atomics

@@ -274,8 +274,11 @@ func (c *Config) Check() error {
 	return nil
 }
 
-func (c *Config) pathTest() sendpath.Test {
-	return sendpath.Test{Verb: testInfo[c.Test].verb, Type: c.Connection}
+func (c *Config) pathTest() sendpath.Test { return c.Test.PathTest(c.Connection) }
+
+// PathTest describes the test over transport typ for sendpath.Applies.
+func (t Test) PathTest(typ verbsio.QPType) sendpath.Test {
+	return sendpath.Test{Verb: testInfo[t].verb, Type: typ}
 }
 
 // inline is the inline size the QPs ask for: none for READ and atomics
