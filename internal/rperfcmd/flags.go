@@ -10,6 +10,7 @@ import (
 	"github.com/rperf/rperf/internal/cli"
 	"github.com/rperf/rperf/tests/bw"
 	"github.com/rperf/rperf/tests/latency"
+	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/cm"
 	"github.com/spf13/pflag"
@@ -72,6 +73,7 @@ type options struct {
 	// loopbackServer is the hidden role of the process --loopback starts.
 	loopbackServer bool
 	udpOptions     // the udp fabric, GID selection, data validation (udp.go)
+	pathOptions    // the send path (path.go)
 
 	fs *pflag.FlagSet
 
@@ -168,6 +170,7 @@ func (o *options) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.maxSize, "max-size", "", specs["max-size"].usage)
 	fs.DurationVar(&o.timeout, "timeout", DefaultTimeout, specs["timeout"].usage)
 	o.registerUDP(fs)
+	o.registerPath(fs)
 	fs.BoolVar(&o.loopbackServer, loopbackServerFlag, false, "internal: the server process of --loopback")
 	fs.MarkHidden(loopbackServerFlag)
 	for name, sp := range specs {
@@ -401,7 +404,10 @@ func (o *options) validate(args []string) error {
 	if o.jsonPath == "-" && o.hgrmPath == "-" {
 		return cli.Usagef("--json - and --hgrm - both want stdout; send one of them to a file")
 	}
-	return o.validateUDP()
+	if err := o.validateUDP(); err != nil {
+		return err
+	}
+	return o.validatePath()
 }
 
 // sizesFor returns the sizes to run with the device's limits applied:
@@ -516,6 +522,9 @@ func (o *options) params(sizes []int) cm.Params {
 	if o.checkData {
 		add("--validate", "", true)
 	}
+	if o.path != sendpath.Generic {
+		add("--path", o.path.String(), true)
+	}
 	add("-t", strconv.Itoa(o.txDepth), false)
 	if o.k.send() {
 		add("-r", strconv.Itoa(o.rxDepth), false)
@@ -549,6 +558,7 @@ func (o *options) latencyConfig(sizes []int) latency.Config {
 	c.StallTimeout = o.timeout
 	c.Params = o.params(sizes)
 	c.GIDIndex, c.IPv6, c.Validate = o.gidIndex, o.ipv6, o.checkData
+	c.Path = o.path
 	return c
 }
 
@@ -582,5 +592,6 @@ func (o *options) bwConfig(sizes []int) bw.Config {
 	c.StallTimeout = o.timeout
 	c.Params = o.params(sizes)
 	c.GIDIndex, c.IPv6, c.Validate = o.gidIndex, o.ipv6, o.checkData
+	c.Path = o.path
 	return c
 }

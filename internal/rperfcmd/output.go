@@ -121,6 +121,7 @@ func (p *printer) connected(in latency.Info) {
 		peer = "rperf (" + in.PeerVersion + "), parameters checked"
 	}
 	one("Peer", peer)
+	one("Send path", o.pathLine())
 	one("Clock", fmt.Sprintf("%s, resolution %d ns", p.clk.Name, p.clk.ResolutionNs))
 	p.printf("%s\n", line)
 	const shown = 8

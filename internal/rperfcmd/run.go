@@ -97,9 +97,12 @@ func prepare(o *options) (p *prepared, err error) {
 	if err = o.fitValidation(p.sizes); err != nil {
 		return p, err
 	}
+	if err = o.checkPathDevice(attr, p.sizes); err != nil {
+		return p, err
+	}
 	p.env = reports.GatherEnv(reports.System{})
 	d := p.dev.Device
-	p.env.Provider, p.env.Fabric, p.env.Device, p.env.SendPath = d.Provider, fabricOf(d, portAttr), d.Name, "generic"
+	p.env.Provider, p.env.Fabric, p.env.Device, p.env.SendPath = d.Provider, fabricOf(d, portAttr), d.Name, o.path.String()
 	return p, nil
 }
 
@@ -142,6 +145,7 @@ func runSide(ctx context.Context, o *options, p *prepared, stdout, stderr io.Wri
 	onConnected := func(in latency.Info) {
 		env.MTU = in.MTU
 		fillExtra(env.Extra, o, in)
+		o.pathExtra(env.Extra, in.Device)
 		pr.connected(in)
 	}
 	if o.k.lat {

@@ -1,0 +1,94 @@
+package rperfcmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rperf/rperf/internal/cli"
+	"github.com/rperf/rperf/tests/sendpath"
+	"github.com/rperf/rperf/verbsio"
+)
+
+// The send path (--path) of the eight test commands: how both sides post
+// and where their buffers live (package sendpath).
+
+// pathOptions are the flags of this file.
+type pathOptions struct {
+	pathName string
+	path     sendpath.Path
+}
+
+const pathFlag = "path"
+
+func (o *options) registerPath(fs *pflag.FlagSet) {
+	fs.StringVar(&o.pathName, pathFlag, "generic",
+		"send path: generic, burst (qp_burst/cq_poll families, SEND tests), inline (every message inline), dm (buffers in device memory), tso (kernel segmentation, send-bw/write-bw on udp), dv (direct verbs, SEND/WRITE tests); both sides must agree")
+}
+
+// pathTest describes the command's test over transport typ.
+func (k kind) pathTest(typ verbsio.QPType) sendpath.Test {
+	if k.lat {
+		return k.latT.PathTest(typ)
+	}
+	return k.bwT.PathTest(typ)
+}
+
+// validatePath checks --path against the test and the other flags.
+func (o *options) validatePath() error {
+	p, err := sendpath.Parse(o.pathName)
+	if err != nil {
+		return cli.Usagef("--path %s: %v", o.pathName, err)
+	}
+	o.path = p
+	if err := sendpath.Applies(p, o.k.pathTest(o.qpType)); err != nil {
+		return cli.Usagef("--path %s does not apply to %s: %v", p, o.k.command(), err)
+	}
+	switch {
+	case p == sendpath.Burst && o.qps > 1:
+		return cli.Usagef("--path burst runs one QP: cq_poll counts completions without naming their QP; drop -q %d", o.qps)
+	case p == sendpath.DM && o.changed("inline_size") && o.inline > 0:
+		return cli.Usagef("--path dm and -I %d conflict: inline data is copied from host memory, the dm path keeps the buffers in device memory; drop -I", o.inline)
+	case p == sendpath.Inline && o.changed("inline_size"):
+		return cli.Usagef("--path inline sends every message inline, whatever -I says; drop -I")
+	case (p == sendpath.DM || p == sendpath.Burst) && o.checkData:
+		why := "it reads the buffers as host memory"
+		if p == sendpath.Burst {
+			why = "it finds each receive's buffer from its work request ID, which RecvBurst does not set"
+		}
+		return cli.Usagef("--path %s and --validate conflict: %s; validate on another path", p, why)
+	}
+	return nil
+}
+
+// checkPathDevice checks that the device offers the path, and that the
+// inline path's messages fit its inline limit.
+func (o *options) checkPathDevice(attr verbsio.DeviceAttr, sizes []int) error {
+	if err := sendpath.CheckDevice(o.path, attr, o.device); err != nil {
+		return &cli.EnvironmentError{Err: fmt.Errorf("--path %s: %v", o.path, err)}
+	}
+	if o.path == sendpath.Inline {
+		if largest := sizes[len(sizes)-1]; largest > attr.MaxInlineData {
+			return cli.Usagef("--path inline: %d-byte messages do not fit %s's max_inline_data %d; use -s %d or less", largest, o.device, attr.MaxInlineData, attr.MaxInlineData)
+		}
+	}
+	return nil
+}
+
+// pathExtra records the path's facts in env.extra: who cut the packets
+// on a packet fabric.
+func (o *options) pathExtra(x map[string]string, d verbsio.DeviceInfo) {
+	if seg := o.path.SegmenterName(d); seg != "" {
+		x["segmenter"] = seg
+	}
+}
+
+// pathLine is the header's send-path line.
+func (o *options) pathLine() string {
+	s := o.path.String()
+	if o.path == sendpath.Generic && !o.changed(pathFlag) {
+		s += " (--path for the others)"
+	}
+	return strings.TrimSpace(s)
+}
