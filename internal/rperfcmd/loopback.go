@@ -36,6 +36,15 @@ const (
 // not exited by itself, and the kernel kills it if this process dies
 // (PR_SET_PDEATHSIG).
 func runLoopback(ctx context.Context, o *options, p *prepared, stdout, stderr io.Writer) error {
+	return loopbackWith(o, []string{o.k.command()}, func(client *options) error {
+		return runSide(ctx, client, p, stdout, stderr, nil)
+	})
+}
+
+// loopbackWith runs command (the words naming it, e.g. "write-lat" or
+// "paths") as the server process with o's flags, and client, given o set
+// up to connect to it, here; see runLoopback.
+func loopbackWith(o *options, command []string, client func(*options) error) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("--loopback: cannot find the rperf executable to start the server: %w", err)
@@ -45,7 +54,7 @@ func runLoopback(ctx context.Context, o *options, p *prepared, stdout, stderr io
 		return fmt.Errorf("--loopback: %w", err)
 	}
 	defer pr.Close()
-	args := append([]string{o.k.command(), "--" + loopbackServerFlag}, serverFlags(o.fs)...)
+	args := append(append(command[:len(command):len(command)], "--"+loopbackServerFlag), serverFlags(o.fs)...)
 	if !o.changed("port") {
 		args = append(args, "--port=0")
 	}
@@ -90,9 +99,9 @@ func runLoopback(ctx context.Context, o *options, p *prepared, stdout, stderr io
 		return fmt.Errorf("--loopback: the server process did not start listening: %v", err)
 	}
 
-	client := *o
-	client.loopback, client.host, client.port = false, "127.0.0.1", port
-	clientErr := runSide(ctx, &client, p, stdout, stderr, nil)
+	co := *o
+	co.loopback, co.host, co.port = false, "127.0.0.1", port
+	clientErr := client(&co)
 	wait := loopbackExitWait
 	if clientErr != nil {
 		wait = 500 * time.Millisecond
