@@ -123,8 +123,8 @@ func WritePacing(w io.Writer, results []reports.Result, clk clock.Info) error {
 	}
 	if len(results) > 0 {
 		r := results[0]
-		ew.printf(" %d-byte SENDs; measured at the receiver from the arrival of message %d (the first %d left back to back: the token bucket starts full)\n",
-			r.Bytes, r.ExcludedMessages+1, r.ExcludedMessages)
+		ew.printf(" %d-byte SENDs, measured at the receiver; not measured: the first %s of each rate, which the token bucket (it starts full) lets go back to back\n",
+			r.Bytes, messages(r.ExcludedMessages))
 		if gaps {
 			ew.printf(" gap: the interval the requested rate implies, then percentiles and maximum of the gaps between consecutive arrivals\n")
 		} else {
