@@ -57,6 +57,7 @@ peers started with different ones), 3 rperf compare found a regression,
 	for _, k := range kinds {
 		root.AddCommand(newTestCommand(k))
 	}
+	root.AddCommand(newPathsCommand(), newDMLatCommand(), newPacingCommand())
 	root.AddCommand(comparecmd.New(nil), plotcmd.New(nil))
 	return root
 }
