@@ -1,0 +1,350 @@
+package sendpath
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rperf/rperf/tests/internal/pairtest"
+	"github.com/rperf/rperf/tests/internal/session"
+	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/cm"
+)
+
+func TestParseAndNames(t *testing.T) {
+	for _, p := range All {
+		q, err := Parse(" " + strings.ToUpper(p.String()) + " ")
+		if err != nil || q != p {
+			t.Errorf("Parse(%s) = %v, %v", p, q, err)
+		}
+	}
+	if _, err := Parse("wr"); err == nil || !strings.Contains(err.Error(), "use generic, burst, inline, dm, tso, dv") {
+		t.Errorf("Parse(wr): %v", err)
+	}
+	if Names([]Path{Generic, DV}) != "generic, dv" || Path(9).String() != "Path(9)" {
+		t.Error("names")
+	}
+	if Generic.Segmenter() != verbsio.SegmentEngine || TSO.Segmenter() != verbsio.SegmentKernel {
+		t.Error("segmenters")
+	}
+	udp, shm := verbsio.DeviceInfo{Fabric: "udp"}, verbsio.DeviceInfo{Fabric: "shm"}
+	if TSO.SegmenterName(udp) != "kernel" || DM.SegmenterName(udp) != "engine" || TSO.SegmenterName(shm) != "" {
+		t.Error("segmenter names")
+	}
+}
+
+func TestSupported(t *testing.T) {
+	a := verbsio.DeviceAttr{SendPaths: []string{"dv", "generic", "tso", "warp"}}
+	if got := Names(Supported(a)); got != "generic, tso, dv" {
+		t.Errorf("Supported = %s", got)
+	}
+	if got := Names(Supported(verbsio.DeviceAttr{})); got != "generic" {
+		t.Errorf("no list: %s", got)
+	}
+	if err := CheckDevice(Burst, a, "x0"); err == nil || err.Error() != "x0 does not support the burst send path; it supports generic, tso, dv" {
+		t.Errorf("CheckDevice: %v", err)
+	}
+	if err := CheckDevice(DV, a, "x0"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestApplies is the table of which path applies to which test.
+func TestApplies(t *testing.T) {
+	verbs := []session.Verb{session.Send, session.Write, session.Read, session.Atomic}
+	// Rows: the path; columns: send, write, read, atomic; latency then
+	// bandwidth, over RC.
+	want := map[Path]string{
+		Generic: "++++ ++++",
+		Burst:   "+--- +---",
+		Inline:  "++-- ++--",
+		DM:      "++++ ++++",
+		TSO:     "---- ++--",
+		DV:      "++-- ++--",
+	}
+	for p, w := range want {
+		var got strings.Builder
+		for _, bw := range []bool{false, true} {
+			if bw {
+				got.WriteByte(' ')
+			}
+			for _, v := range verbs {
+				if Applies(p, Test{Verb: v, Bandwidth: bw, Type: verbsio.QPTypeRC}) == nil {
+					got.WriteByte('+')
+				} else {
+					got.WriteByte('-')
+				}
+			}
+		}
+		if got.String() != w {
+			t.Errorf("%s applies %q, want %q", p, got.String(), w)
+		}
+	}
+	if Applies(Burst, Test{Verb: session.Send, Type: verbsio.QPTypeUD}) == nil || Applies(Burst, Test{Verb: session.Send, Type: verbsio.QPTypeUC}) != nil {
+		t.Error("burst over UD/UC")
+	}
+	if Applies(DV, Test{Verb: session.Send, Type: verbsio.QPTypeUD}) == nil || Applies(Path(9), Test{}) == nil {
+		t.Error("dv over UD, unknown path")
+	}
+}
+
+func TestIDFIFO(t *testing.T) {
+	f := newIDFIFO(3)
+	if _, ok := f.pop(); ok {
+		t.Fatal("pop from empty")
+	}
+	for i := uint64(1); i <= 3; i++ {
+		f.push(i)
+	}
+	if id, _ := f.pop(); id != 1 {
+		t.Fatalf("first out %d", id)
+	}
+	f.push(4) // wraps
+	f.push(5) // over capacity: the oldest (2) is dropped
+	var got []uint64
+	for {
+		id, ok := f.pop()
+		if !ok {
+			break
+		}
+		got = append(got, id)
+	}
+	if len(got) != 3 || got[0] != 3 || got[1] != 4 || got[2] != 5 {
+		t.Errorf("order %v, want [3 4 5]", got)
+	}
+}
+
+// pair opens a SEND session on both sides of shm0 and runs the two
+// sides' bodies.
+func pair(t *testing.T, spec session.Spec, server, client func(ctx context.Context, s *session.Session) error) {
+	t.Helper()
+	side := func(body func(context.Context, *session.Session) error) pairtest.Side {
+		return func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
+			s, err := session.Open(ctx, dev, conn, spec)
+			if err != nil {
+				return err
+			}
+			err = body(ctx, s)
+			if cerr := s.Close(ctx, err == nil); err == nil {
+				err = cerr
+			}
+			return err
+		}
+	}
+	srvErr, cliErr := pairtest.Run(t, 30*time.Second, side(server), side(client))
+	if srvErr != nil || cliErr != nil {
+		t.Fatalf("server: %v; client: %v", srvErr, cliErr)
+	}
+}
+
+// waitWCs polls c until n completions arrived.
+func waitWCs(ctx context.Context, s *session.Session, c *Completions, n int) ([]verbsio.WC, error) {
+	w := s.NewWaiter(ctx, "completions", false)
+	var got []verbsio.WC
+	for len(got) < n {
+		wc, err := c.Wait(w, "a completion")
+		if err != nil {
+			return got, err
+		}
+		got = append(got, wc)
+	}
+	return got, nil
+}
+
+// The burst path stages SENDs (one inline) and flushes once; the
+// SEND_WITH_IMM that ends a stream goes through PostSend, in order; the
+// completions PollCount counts carry the signaled requests' IDs in
+// posting order; receives come back through RecvBurst.
+func TestBurstPath(t *testing.T) {
+	spec := session.Spec{Verb: session.Send, Type: verbsio.QPTypeRC, MaxSize: 256, TxDepth: 16, RxDepth: 4, Inline: 64,
+		Params: cm.Params{Test: "burst"}}
+	sizes := []int{100, 40, 200, 256}
+	pair(t, spec,
+		func(ctx context.Context, s *session.Session) error {
+			rx, err := NewReceiver(Burst, s, s.QPs[0])
+			if err != nil {
+				return err
+			}
+			defer rx.Release()
+			rc, _ := NewCompletions(Burst, s, s.RecvCQ, nil) // receives: CQ.Poll
+			for round := 0; round < 2; round++ {
+				wcs, err := waitWCs(ctx, s, rc, 4)
+				if err != nil {
+					return err
+				}
+				for i, wc := range wcs {
+					if int(wc.ByteLen) != sizes[i] || (i == 3) != (wc.Flags&verbsio.WCWithImm != 0) {
+						t.Errorf("round %d receive %d: %d bytes, flags %v", round, i, wc.ByteLen, wc.Flags)
+					}
+					rx.RepostLater()
+				}
+				if err := rx.Flush(); err != nil {
+					return err
+				}
+				if err := s.Barrier(ctx, 0); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func(ctx context.Context, s *session.Session) error {
+			q := s.QPs[0]
+			tx, err := NewSender(Burst, s, q)
+			if err != nil {
+				return err
+			}
+			defer tx.Release()
+			comp, err := NewCompletions(Burst, s, s.SendCQ, tx)
+			if err != nil {
+				return err
+			}
+			defer comp.Release()
+			for round := 0; round < 2; round++ {
+				wrs := make([]verbsio.SendWR, 4)
+				sges := make([]verbsio.SGE, 4)
+				for i, n := range sizes {
+					sges[i] = s.MR.SGE(q.SendOff, n)
+					wrs[i] = verbsio.SendWR{ID: uint64(10*round + i + 1), Opcode: verbsio.OpSend, SGL: sges[i : i+1]}
+				}
+				wrs[1].Flags = verbsio.SendInline | verbsio.SendSignaled
+				wrs[2].Flags = verbsio.SendSignaled
+				wrs[3].Opcode, wrs[3].Imm, wrs[3].Flags = verbsio.OpSendImm, session.StopImm, verbsio.SendSignaled
+				if err := tx.Post(wrs); err != nil {
+					return err
+				}
+				wcs, err := waitWCs(ctx, s, comp, 3)
+				if err != nil {
+					return err
+				}
+				for i, want := range []uint64{2, 3, 4} {
+					if wcs[i].ID != uint64(10*round)+want || wcs[i].Status != verbsio.StatusSuccess {
+						t.Errorf("round %d completion %d: %+v, want ID %d", round, i, wcs[i], uint64(10*round)+want)
+					}
+				}
+				if err := s.Barrier(ctx, 0); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+}
+
+// The dv path writes WQEs into the ring (an inline RDMA WRITE, a
+// gathered one, a SEND_WITH_IMM) and rings once; the CQ's ring returns
+// the real completions.
+func TestDVPath(t *testing.T) {
+	spec := session.Spec{Verb: session.Send, Type: verbsio.QPTypeRC, MaxSize: 128, TxDepth: 8, RxDepth: 4, Inline: 64,
+		Params: cm.Params{Test: "dv"}}
+	pair(t, spec,
+		func(ctx context.Context, s *session.Session) error {
+			rc, _ := NewCompletions(DV, s, s.RecvCQ, nil)
+			wcs, err := waitWCs(ctx, s, rc, 1)
+			if err != nil {
+				return err
+			}
+			q := s.QPs[0]
+			if wcs[0].Imm != 77 || wcs[0].ByteLen != 8 || string(s.Buf[q.RecvOff:q.RecvOff+8]) != "gathered" {
+				t.Errorf("receive %+v, buffer %q", wcs[0], s.Buf[q.RecvOff:q.RecvOff+8])
+			}
+			if got := string(s.Buf[q.RecvOff+64 : q.RecvOff+70]); got != "inline" {
+				t.Errorf("the inline WRITE left %q", got)
+			}
+			return s.Barrier(ctx, 0)
+		},
+		func(ctx context.Context, s *session.Session) error {
+			q := s.QPs[0]
+			copy(s.Buf[q.SendOff:], "gathered")
+			copy(s.Buf[q.SendOff+64:], "inline")
+			tx, err := NewSender(DV, s, q)
+			if err != nil {
+				return err
+			}
+			comp, err := NewCompletions(DV, s, s.SendCQ, tx)
+			if err != nil {
+				return err
+			}
+			sg := []verbsio.SGE{s.MR.SGE(q.SendOff+64, 6), s.MR.SGE(q.SendOff, 8)}
+			wrs := []verbsio.SendWR{
+				{ID: 1, Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendInline | verbsio.SendSignaled, SGL: sg[:1],
+					Remote: verbsio.RemoteAddr{Addr: q.Remote.Addr + 64, RKey: q.Remote.RKey}},
+				{ID: 2, Opcode: verbsio.OpRDMAWrite, SGL: sg[1:], Remote: q.Remote},
+				{ID: 3, Opcode: verbsio.OpSendImm, Imm: 77, Flags: verbsio.SendSignaled, SGL: sg[1:]},
+			}
+			// The inline payload is copied at post time: changing the
+			// buffer afterwards must not matter.
+			if err := tx.Post(wrs); err != nil {
+				return err
+			}
+			copy(s.Buf[q.SendOff+64:], "XXXXXX")
+			wcs, err := waitWCs(ctx, s, comp, 2)
+			if err != nil {
+				return err
+			}
+			if wcs[0].ID != 1 || wcs[1].ID != 3 {
+				t.Errorf("completions %+v", wcs)
+			}
+			return s.Barrier(ctx, 0)
+		})
+}
+
+// The dm path's buffers are device memory, zero-based: the key exchange
+// carries offsets, bytes are reached with 4-byte copies, and the peer's
+// RDMA WRITE lands there.
+func TestDeviceMemorySession(t *testing.T) {
+	spec := session.Spec{Verb: session.Write, Type: verbsio.QPTypeRC, MaxSize: 64, TxDepth: 2, DeviceMemory: true,
+		Params: cm.Params{Test: "dm"}}
+	pair(t, spec,
+		func(ctx context.Context, s *session.Session) error {
+			q := s.QPs[0]
+			if s.DM == nil || s.Buf != nil || s.MR.Addr() != 0 || s.Local[0].VAddr != uint64(q.RecvOff) {
+				t.Errorf("DM %v, Buf %v, MR addr %#x, announced %#x (receive region at %#x)", s.DM, s.Buf != nil, s.MR.Addr(), s.Local[0].VAddr, q.RecvOff)
+			}
+			if err := s.Barrier(ctx, 0); err != nil { // the client writes
+				return err
+			}
+			if err := s.Barrier(ctx, 0); err != nil { // ... and is done
+				return err
+			}
+			for i, want := range []byte("dm!") {
+				if b, err := s.PeekByte(q.RecvOff + 63 + 3*i); err != nil || b != want {
+					t.Errorf("byte %d of the write: %q, %v; want %q", i, b, err, want)
+				}
+			}
+			return nil
+		},
+		func(ctx context.Context, s *session.Session) error {
+			q := s.QPs[0]
+			// A byte at any offset goes through the 4-byte word holding it,
+			// whose other bytes become 0.
+			if err := s.StoreByte(q.SendOff+62, 'x'); err != nil {
+				return err
+			}
+			for i, b := range []byte("dm!") {
+				off := q.SendOff + 63 + 3*i
+				if err := s.StoreByte(off, b); err != nil {
+					return err
+				}
+				if got, _ := s.PeekByte(off); got != b {
+					t.Errorf("stored %q at %d, read %q", b, off, got)
+				}
+			}
+			if got, _ := s.PeekByte(q.SendOff + 62); got != 0 {
+				t.Errorf("the word's other bytes: %q, want 0", got)
+			}
+			if err := s.Barrier(ctx, 0); err != nil {
+				return err
+			}
+			tx, _ := NewSender(DM, s, q)
+			comp, _ := NewCompletions(DM, s, s.SendCQ, tx)
+			sge := []verbsio.SGE{s.MR.SGE(q.SendOff+60, 12)}
+			if err := tx.Post([]verbsio.SendWR{{ID: 5, Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled, SGL: sge,
+				Remote: verbsio.RemoteAddr{Addr: q.Remote.Addr + 60, RKey: q.Remote.RKey}}}); err != nil {
+				return err
+			}
+			if _, err := waitWCs(ctx, s, comp, 1); err != nil {
+				return err
+			}
+			return s.Barrier(ctx, 0)
+		})
+}
