@@ -55,7 +55,7 @@ func writePathsHeader(ew *errWriter, r reports.Result, width int) {
 		ew.printf(" %-*s %12s %21s %12s %12s %12s %8s  %s\n", width, "path", "p50[usec]", "spread[usec]", "p99[usec]", "mean[usec]", "max[usec]", "ratio", "verdict")
 		return
 	}
-	ew.printf(" %-*s %12s %21s %14s %12s %8s  %s\n", width, "path", "MsgRate[Mpps]", "spread[Mpps]", "BW avg[Gb/s]", "#messages", "ratio", "verdict")
+	ew.printf(" %-*s %13s %21s %14s %12s %8s  %s\n", width, "path", "MsgRate[Mpps]", "spread[Mpps]", "BW avg[Gb/s]", "#messages", "ratio", "verdict")
 }
 
 func writePathsRow(ew *errWriter, r reports.Result, label string, width int) {
@@ -76,7 +76,7 @@ func writePathsRow(ew *errWriter, r reports.Result, label string, width int) {
 			r.Percentiles["99"], r.MeanUs, r.TrueMaxUs, ratio, verdict)
 		return
 	}
-	ew.printf(" %-*s %12.4f %21s %14.3f %12d %8s  %s\n", width, label, r.MsgRateMpps, spread, r.BWAvgGbps, r.Iterations, ratio, verdict)
+	ew.printf(" %-*s %13.4f %21s %14.3f %12d %8s  %s\n", width, label, r.MsgRateMpps, spread, r.BWAvgGbps, r.Iterations, ratio, verdict)
 }
 
 // WritePacing writes a pacing sweep (rperf pacing): one line per
