@@ -50,6 +50,16 @@ type compareCmd struct {
 }
 
 func newPathsCommand() *cobra.Command {
+	_, cmd := pathsCommand()
+	return cmd
+}
+
+func newDMLatCommand() *cobra.Command {
+	_, cmd := dmLatCommand()
+	return cmd
+}
+
+func pathsCommand() (*compareCmd, *cobra.Command) {
 	return newCompareCommand(&compareCmd{name: "paths"}, commandKind("send-bw"),
 		"one test across every send path the device supports, with ratios to generic",
 		`Runs one test on every send path the device supports (DeviceAttr.SendPaths)
@@ -81,7 +91,7 @@ Examples:
   rperf paths                                     server; then: rperf paths server-host`)
 }
 
-func newDMLatCommand() *cobra.Command {
+func dmLatCommand() (*compareCmd, *cobra.Command) {
 	return newCompareCommand(&compareCmd{name: "dm-lat"}, commandKind("write-lat"),
 		"latency with the buffers in device memory against host memory",
 		`Runs a latency test with the ping buffers in device memory (the dm send
@@ -108,7 +118,7 @@ func commandKind(command string) kind {
 	panic("no command " + command)
 }
 
-func newCompareCommand(c *compareCmd, def kind, short, long string) *cobra.Command {
+func newCompareCommand(c *compareCmd, def kind, short, long string) (*compareCmd, *cobra.Command) {
 	c.o = &options{k: def}
 	cmd := &cobra.Command{
 		Use:   c.name + " [host]",
@@ -130,7 +140,7 @@ func newCompareCommand(c *compareCmd, def kind, short, long string) *cobra.Comma
 		fs.StringVar(&c.pathList, "paths", "", "the paths to compare, comma-separated, generic among them (default: every path the device supports that applies)")
 	}
 	fs.MarkHidden(pathFlag)
-	return cmd
+	return c, cmd
 }
 
 func (c *compareCmd) testChoices() string {
@@ -170,11 +180,11 @@ func (c *compareCmd) validate(args []string) error {
 			o.fs.Lookup("max-size").Changed = true
 		}
 	}
-	if err := o.validate(args); err != nil {
-		return err
-	}
 	if o.changed("duration") {
 		return cli.Usagef("-D: %s compares runs of a fixed number of iterations; use -n", c.name)
+	}
+	if err := o.validate(args); err != nil {
+		return err
 	}
 	// The comparison's defaults.
 	if !o.changed("size") && !o.all && !o.k.lat && !o.k.atomic() {
