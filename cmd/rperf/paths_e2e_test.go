@@ -128,6 +128,9 @@ func TestPathsLoopback(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
 	}
+	if r.stderr != "" {
+		t.Errorf("stderr not empty when it is not a terminal: %q", r.stderr)
+	}
 	for _, want := range []string{"Send path comparison: Send BW Test", " Not run         : tso: shm0 does not support", " send_bw, 64 B, median of 3 repetitions per path",
 		" path    MsgRate[Mpps]", " generic ", " burst ", " dv ", "reference"} {
 		if !strings.Contains(r.stdout, want) {
@@ -248,6 +251,9 @@ func TestPacingLoopback(t *testing.T) {
 	r := rperf(t, "pacing", "--loopback", "--rates", "50,200", "--rate-duration", "150ms", "--json", out)
 	if r.code != 0 {
 		t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
+	}
+	if r.stderr != "" {
+		t.Errorf("stderr not empty when it is not a terminal: %q", r.stderr)
 	}
 	for _, want := range []string{"Packet Pacing Test", " requested[Mb/s] achieved[Mb/s]  error[%]  #messages    gap[usec]", "receives and measures"} {
 		if !strings.Contains(r.stdout, want) {

@@ -326,7 +326,9 @@ func (c *pacingCmd) side(ctx context.Context, p *prepared, pc verbsio.PacingCaps
 		headerErr = c.header(out, in, env, sweep, conn.IsServer())
 	}
 	cfg.OnRate = func(i int, mbps float64) {
-		prog.show(fmt.Sprintf(" [%d/%d] %s Mb/s ...", i+1, len(sweep), strconv.FormatFloat(mbps, 'f', -1, 64)))
+		if prog.enabled {
+			prog.show(fmt.Sprintf(" [%d/%d] %s Mb/s ...", i+1, len(sweep), strconv.FormatFloat(mbps, 'f', -1, 64)))
+		}
 	}
 	results, err := pacing.Run(ctx, p.dev, conn, cfg)
 	prog.stop()

@@ -420,7 +420,9 @@ func (c *compareCmd) side(ctx context.Context, p *prepared, stdout, stderr io.Wr
 			headerErr = c.header(out, in, env)
 		},
 		OnStep: func(s paths.Step) {
-			prog.show(fmt.Sprintf(" [%d/%d] %s, repetition %d of %d ...", s.Index+1, s.Count, s.Path, s.Repetition+1, s.Repetitions))
+			if prog.enabled {
+				prog.show(fmt.Sprintf(" [%d/%d] %s, repetition %d of %d ...", s.Index+1, s.Count, s.Path, s.Repetition+1, s.Repetitions))
+			}
 		},
 	}
 	if o.k.lat {
