@@ -139,7 +139,7 @@ func TestCompareDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := c.o
-	if o.k.command() != "send-bw" || !slices.Equal(o.sizes, []int{64}) || o.iters != 100000 || o.inline != 0 || o.postList != 16 || c.reps != 5 {
+	if o.k.command() != "send-bw" || !slices.Equal(o.sizes, []int{64}) || o.iters != 1000000 || o.inline != 0 || o.postList != 16 || c.reps != 5 {
 		t.Errorf("paths defaults: %s sizes %v iters %d inline %d post list %d reps %d", o.k.command(), o.sizes, o.iters, o.inline, o.postList, c.reps)
 	}
 	// The default paths: what shm0 offers and applies; tso is noted.

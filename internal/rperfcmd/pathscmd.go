@@ -30,11 +30,11 @@ import (
 
 // Defaults of the comparisons, where they differ from the tests'.
 const (
-	pathsBWSize     = 64     // a message-rate test
-	pathsBWIters    = 100000 // messages per run
-	pathsLatIters   = 10000  // iterations per run
-	pathsPostList   = 16     // the batch of a post call, a flush, a doorbell
-	dmLatMaxDefault = 4096   // dm-lat: -a up to this without --max-size
+	pathsBWSize     = 64      // a message-rate test
+	pathsBWIters    = 1000000 // messages per run: about 150 ms at shm0's rate
+	pathsLatIters   = 10000   // iterations per run
+	pathsPostList   = 16      // the batch of a post call, a flush, a doorbell
+	dmLatMaxDefault = 4096    // dm-lat: -a up to this without --max-size
 )
 
 // compareCmd is a comparison command.
@@ -80,7 +80,7 @@ its own. The paths:
   tso      the kernel cuts packets (UDP GSO); every other path has the engine cut them (send-bw, write-bw on udp)
   dv       WQEs written into the send ring, one doorbell per -l (SEND and WRITE tests)
 
-Defaults differ from the test's: send-bw, -s 64, -n 100000 (latency
+Defaults differ from the test's: send-bw, -s 64, -n 1000000 (latency
 tests: 10000), -l 16 (the batch every path posts, flushes or rings at
 once), -I 0 (only the inline path inlines).
 
