@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/rperf/rperf/internal/stats"
 )
 
 // Figures of merit of repeated measurements (Result.Merit).
@@ -19,10 +21,13 @@ const (
 
 // Verdicts of a path against the reference (Result.Verdict).
 const (
-	VerdictBetter = "better" // every repetition beat every repetition of the reference
-	VerdictWorse  = "worse"  // every repetition lost to every repetition of the reference
-	VerdictSame   = "same"   // the repetitions' ranges overlap: no difference beyond the spread
+	VerdictBetter = "better" // significantly better (see VerdictOf)
+	VerdictWorse  = "worse"  // significantly worse
+	VerdictSame   = "same"   // no difference the repetitions can show
 )
+
+// VerdictConfidence is the confidence of VerdictOf's rank test.
+const VerdictConfidence = 0.95
 
 // MeritOf returns a record's figure of merit: the message rate of a
 // bandwidth record, the median latency of a latency record (which must
@@ -45,7 +50,8 @@ func MeritOf(r Result) (name string, value float64, higher bool, err error) {
 // MedianRepetition returns the record of the repetition whose figure of
 // merit is the median of reps (the lower of the two middle ones for an
 // even count), so that every number in it comes from one real run, with
-// Repetitions, Merit, MeritMin and MeritMax set from all of them.
+// Repetitions, Merit, Merits (in the order of reps), MeritMin and
+// MeritMax set from all of them.
 func MedianRepetition(reps []Result) (Result, error) {
 	if len(reps) == 0 {
 		return Result{}, errors.New("median repetition: no repetitions")
@@ -55,6 +61,7 @@ func MedianRepetition(reps []Result) (Result, error) {
 		v float64
 	}
 	vals := make([]rv, len(reps))
+	merits := make([]float64, len(reps))
 	var name string
 	for i, r := range reps {
 		n, v, _, err := MeritOf(r)
@@ -66,6 +73,7 @@ func MedianRepetition(reps []Result) (Result, error) {
 		}
 		name = n
 		vals[i] = rv{i, v}
+		merits[i] = v
 	}
 	// Stable: equal figures keep their order, so the pick is deterministic.
 	slices.SortStableFunc(vals, func(a, b rv) int {
@@ -79,25 +87,34 @@ func MedianRepetition(reps []Result) (Result, error) {
 	})
 	out := reps[vals[(len(vals)-1)/2].i]
 	lo, hi := vals[0].v, vals[len(vals)-1].v
-	out.Repetitions, out.Merit, out.MeritMin, out.MeritMax = len(reps), name, &lo, &hi
+	out.Repetitions, out.Merit, out.Merits, out.MeritMin, out.MeritMax = len(reps), name, merits, &lo, &hi
 	return out, nil
 }
 
-// VerdictOf compares a path's range of figures over its repetitions with
-// the reference's: better when even its worst repetition beats the
-// reference's best, worse when even its best loses to the reference's
-// worst, and the same otherwise. higher says whether larger is better.
-// With five repetitions a side, ranges that do not overlap happen by
-// chance with probability 2/252 (the exact Mann-Whitney tail).
-func VerdictOf(pathMin, pathMax, refMin, refMax float64, higher bool) string {
+// VerdictOf compares a path's figures over its repetitions with the
+// reference's by the two-sided Mann-Whitney rank test at
+// VerdictConfidence: better or worse when the Hodges-Lehmann confidence
+// interval of the difference (path − reference, stats.ShiftCI) lies
+// wholly on one side of 0, the same otherwise. higher says whether
+// larger is better. Ranks make it robust to a stray repetition, and it
+// assumes nothing of the figures' distribution. With fewer than four
+// repetitions a side no interval reaches 95% (stats.MaxConfidence): the
+// widest one is used, from the smallest to the largest difference, so
+// the verdict then says whether the ranges are apart.
+func VerdictOf(path, ref []float64, higher bool) string {
+	if len(path) == 0 || len(ref) == 0 {
+		return VerdictSame
+	}
+	s, _ := stats.ShiftCI(ref, path, VerdictConfidence)
+	up, down := VerdictBetter, VerdictWorse
 	if !higher {
-		pathMin, pathMax, refMin, refMax = -pathMax, -pathMin, -refMax, -refMin
+		up, down = down, up
 	}
 	switch {
-	case pathMin > refMax:
-		return VerdictBetter
-	case pathMax < refMin:
-		return VerdictWorse
+	case s.Lo > 0:
+		return up
+	case s.Hi < 0:
+		return down
 	}
 	return VerdictSame
 }
@@ -111,7 +128,7 @@ func SetRatios(ref Result, rs []Result) error {
 	if err != nil {
 		return err
 	}
-	if rv == 0 || ref.MeritMin == nil || ref.MeritMax == nil {
+	if rv == 0 || len(ref.Merits) == 0 {
 		return fmt.Errorf("%s %d B: the reference has no usable figure of merit", ref.Test, ref.Bytes)
 	}
 	for i := range rs {
@@ -122,8 +139,8 @@ func SetRatios(ref Result, rs []Result) error {
 		}
 		ratio := v / rv
 		r.RatioToGeneric = &ratio
-		if r.MeritMin != nil && r.MeritMax != nil && r.Path != ref.Path {
-			r.Verdict = VerdictOf(*r.MeritMin, *r.MeritMax, *ref.MeritMin, *ref.MeritMax, higher)
+		if len(r.Merits) > 0 && r.Path != ref.Path {
+			r.Verdict = VerdictOf(r.Merits, ref.Merits, higher)
 		}
 	}
 	return nil

@@ -22,7 +22,8 @@ func TestMedianRepetition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.MsgRateMpps != 3 || m.Iterations != 44 || m.Repetitions != 5 || m.Merit != MeritMsgRate || *m.MeritMin != 1 || *m.MeritMax != 5 {
+	if m.MsgRateMpps != 3 || m.Iterations != 44 || m.Repetitions != 5 || m.Merit != MeritMsgRate || *m.MeritMin != 1 || *m.MeritMax != 5 ||
+		len(m.Merits) != 5 || m.Merits[0] != 5 || m.Merits[4] != 3 {
 		t.Errorf("median of 5: %+v (min %v max %v)", m, *m.MeritMin, *m.MeritMax)
 	}
 	m, _ = MedianRepetition([]Result{bwRec("dv", 7)})
@@ -58,21 +59,32 @@ func TestMedianRepetitionEven(t *testing.T) {
 
 func TestVerdictOf(t *testing.T) {
 	cases := []struct {
-		pmin, pmax, rmin, rmax float64
-		higher                 bool
-		want                   string
+		name      string
+		path, ref []float64
+		higher    bool
+		want      string
 	}{
-		{3, 4, 1, 2, true, VerdictBetter},    // message rate above every reference run
-		{0.5, 0.9, 1, 2, true, VerdictWorse}, // below
-		{1.5, 3, 1, 2, true, VerdictSame},    // overlapping
-		{2, 3, 1, 2, true, VerdictSame},      // touching is not beyond the spread
-		{0.5, 0.9, 1, 2, false, VerdictBetter},
-		{3, 4, 1, 2, false, VerdictWorse},
-		{1.9, 2.5, 1, 2, false, VerdictSame},
+		// Five a side, apart: every one of the 25 differences is positive,
+		// and the 95% interval [D(3), D(23)] lies above 0.
+		{"apart", []float64{6, 7, 8, 9, 10}, []float64{1, 2, 3, 4, 5}, true, VerdictBetter},
+		{"apart, lower is better", []float64{6, 7, 8, 9, 10}, []float64{1, 2, 3, 4, 5}, false, VerdictWorse},
+		{"below", []float64{0.1, 0.2, 0.3, 0.4, 0.5}, []float64{1, 2, 3, 4, 5}, true, VerdictWorse},
+		{"below, lower is better", []float64{0.1, 0.2, 0.3, 0.4, 0.5}, []float64{1, 2, 3, 4, 5}, false, VerdictBetter},
+		// One stray repetition: 5 of 25 differences are negative (U = 5;
+		// P(U <= 5) = 19/252, two-sided 0.15), so D(3) < 0: no verdict.
+		{"one stray", []float64{2.5, 2.6, 2.55, 2.45, 1.0}, []float64{2.0, 2.1, 2.2, 2.05, 2.15}, true, VerdictSame},
+		// But one tie-free swap of neighbours is still 95%: U = 1.
+		{"one swap", []float64{2.15, 2.6, 2.55, 2.45, 2.5}, []float64{2.0, 2.1, 2.2, 2.05, 1.9}, true, VerdictBetter},
+		{"overlapping", []float64{1.5, 2.5, 3, 2, 1}, []float64{1, 2, 3, 1.5, 2.5}, true, VerdictSame},
+		// Three a side cannot reach 95% (at most 1 - 2/20): the widest
+		// interval decides, which is whether the ranges are apart.
+		{"three apart", []float64{4, 5, 6}, []float64{1, 2, 3}, true, VerdictBetter},
+		{"three touching", []float64{2.5, 5, 6}, []float64{1, 2, 3}, true, VerdictSame},
+		{"none", nil, []float64{1}, true, VerdictSame},
 	}
 	for _, c := range cases {
-		if got := VerdictOf(c.pmin, c.pmax, c.rmin, c.rmax, c.higher); got != c.want {
-			t.Errorf("path [%v, %v] vs reference [%v, %v] (higher better %v): %s, want %s", c.pmin, c.pmax, c.rmin, c.rmax, c.higher, got, c.want)
+		if got := VerdictOf(c.path, c.ref, c.higher); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
 		}
 	}
 }

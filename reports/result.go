@@ -73,14 +73,16 @@ type Result struct {
 
 	// Repeated measurements (rperf paths, dm-lat): a record is the
 	// repetition whose figure of merit was the median of Repetitions
-	// runs; Merit names the figure ("msg_rate_mpps", "p50_us"), MeritMin
-	// and MeritMax are its extremes over the repetitions, and Verdict
-	// compares the path with generic (see [VerdictOf]).
-	Repetitions int      `json:"repetitions,omitempty"`
-	Merit       string   `json:"merit,omitempty"`
-	MeritMin    *float64 `json:"merit_min,omitempty"`
-	MeritMax    *float64 `json:"merit_max,omitempty"`
-	Verdict     string   `json:"verdict,omitempty"`
+	// runs; Merit names the figure ("msg_rate_mpps", "p50_us"), Merits
+	// holds every repetition's in run order, MeritMin and MeritMax are
+	// their extremes, and Verdict compares the path with generic (see
+	// [VerdictOf]).
+	Repetitions int       `json:"repetitions,omitempty"`
+	Merit       string    `json:"merit,omitempty"`
+	Merits      []float64 `json:"merits,omitempty"`
+	MeritMin    *float64  `json:"merit_min,omitempty"`
+	MeritMax    *float64  `json:"merit_max,omitempty"`
+	Verdict     string    `json:"verdict,omitempty"`
 
 	// Gap is a paced stream's inter-message gap distribution, and
 	// ExcludedMessages the messages before the measurement (the token

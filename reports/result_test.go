@@ -59,6 +59,7 @@ func goldenDocument(t *testing.T) *Document {
 	rep := bwd
 	rep.Path, rep.RatioToGeneric, rep.Verdict = "dv", ptr(1.5), VerdictBetter
 	rep.Repetitions, rep.Merit, rep.MeritMin, rep.MeritMax = 5, MeritMsgRate, ptr(0.9), ptr(1.1)
+	rep.Merits = []float64{1, 0.9, 1.05, 1.1, 0.95}
 	doc.Results = append(doc.Results, lat, dur, bw, bwd, paced, rep)
 	return doc
 }

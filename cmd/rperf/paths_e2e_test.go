@@ -108,7 +108,7 @@ func checkComparison(t *testing.T, path, test string, paths []string, sizes []in
 			t.Errorf("%s: record %d: %s %d B path %q reps %d", path, i, r.Test, r.Bytes, r.Path, r.Repetitions)
 			continue
 		}
-		hasFields(t, path+" record "+p, recs[i], "path", "ratio_to_generic", "repetitions", "merit", "merit_min", "merit_max")
+		hasFields(t, path+" record "+p, recs[i], "path", "ratio_to_generic", "repetitions", "merit", "merits", "merit_min", "merit_max")
 		if p == "generic" {
 			if *r.RatioToGeneric != 1 {
 				t.Errorf("%s: generic's ratio %v", path, *r.RatioToGeneric)

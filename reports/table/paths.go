@@ -43,7 +43,7 @@ func WritePaths(w io.Writer, results []reports.Result, label func(reports.Result
 			what, better = "median latency", "below 1 is faster"
 		}
 		ew.printf(" ratio: the path's %s over generic's (%s); spread: the lowest and highest of %d repetitions, interleaved;\n", what, better, r.Repetitions)
-		ew.printf(" verdict: better/worse when the spreads do not overlap, same when they do\n")
+		ew.printf(" verdict: better/worse when a Mann-Whitney rank test over the repetitions tells them apart at 95%%, else same\n")
 	}
 	writeClock(ew, clk)
 	return ew.err

@@ -29,7 +29,7 @@ func TestWritePathsBandwidth(t *testing.T) {
  generic        2.0000          1.900..2.100          1.024       100000    1.000  reference
  dv             3.0000          2.900..3.200          1.536       100000    1.500  better
  ratio: the path's message rate over generic's (above 1 is faster); spread: the lowest and highest of 5 repetitions, interleaved;
- verdict: better/worse when the spreads do not overlap, same when they do
+ verdict: better/worse when a Mann-Whitney rank test over the repetitions tells them apart at 95%, else same
  clock: monotonic: resolution 20 ns, cost 22.5 ns per read
 `
 	if b.String() != want {
@@ -64,7 +64,7 @@ func TestWritePathsLatency(t *testing.T) {
  host memory          0.200          0.190..0.210        0.400        0.200       10.000    1.000  reference
  device memory        0.200          0.190..0.210        0.400        0.200       10.000    1.000  same
  ratio: the path's median latency over generic's (below 1 is faster); spread: the lowest and highest of 3 repetitions, interleaved;
- verdict: better/worse when the spreads do not overlap, same when they do
+ verdict: better/worse when a Mann-Whitney rank test over the repetitions tells them apart at 95%, else same
  clock: monotonic: resolution 20 ns, cost 22.5 ns per read
 `
 	if b.String() != want {

@@ -19,7 +19,8 @@
 // figure of merit is the median (reports.MedianRepetition): the message
 // rate of a bandwidth test, the median latency of a latency test. Its
 // ratio to generic divides that figure by generic's, and its verdict
-// says whether the repetitions' ranges are apart (reports.VerdictOf).
+// says whether a rank test over the repetitions tells the path from
+// generic (reports.VerdictOf).
 package paths
 
 import (
