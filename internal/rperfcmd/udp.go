@@ -176,12 +176,14 @@ func (o *options) fitValidation(sizes []int) error {
 	for {
 		cfg := o.bwConfig(sizes)
 		need := cfg.ValidationBytes()
+		canTx := !o.changed("tx-depth") && o.txDepth/2 >= max(o.postList, 1)
+		canRx := o.k.send() && !o.changed("rx-depth") && o.rxDepth > 1
 		switch {
 		case need <= bw.ValidateBudget:
 			return nil
-		case !o.changed("tx-depth") && o.txDepth/2 >= max(o.postList, 1):
-			o.txDepth /= 2
-		case o.k.send() && !o.changed("rx-depth") && o.rxDepth > 1:
+		case canTx && (!canRx || o.txDepth >= o.rxDepth):
+			o.txDepth /= 2 // the larger of the two first
+		case canRx:
 			o.rxDepth /= 2
 		default:
 			return cli.Usagef("--validate keeps a buffer for every outstanding message: %d MiB with -t %d%s -q %d and %d-byte messages, more than %d MiB; use a smaller tx depth, fewer QPs or smaller messages",
