@@ -67,7 +67,7 @@ func TestSendPathsDuration(t *testing.T) {
 	}{{latency.Send, sendpath.Burst}, {latency.Send, sendpath.DV}, {latency.Write, sendpath.DV}, {latency.Write, sendpath.DM}} {
 		t.Run(c.test.Name()+"/"+c.path.String(), func(t *testing.T) {
 			cfg := latency.Default(c.test)
-			cfg.Duration, cfg.Margin = 300*time.Millisecond, 100*time.Millisecond
+			cfg.Duration, cfg.Margin = 400*time.Millisecond, 100*time.Millisecond
 			cfg.Path = c.path
 			cfg.Params = cm.Params{Test: c.test.Command()}
 			_, cli, srvErr, cliErr := runPair(t, cfg, cfg)
