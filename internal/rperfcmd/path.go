@@ -78,8 +78,9 @@ func (o *options) checkPathDevice(attr verbsio.DeviceAttr, sizes []int) error {
 
 // pathExtra records the path's facts in env.extra: who cut the packets
 // on a packet fabric.
-func (o *options) pathExtra(x map[string]string, d verbsio.DeviceInfo) {
-	if seg := o.path.SegmenterName(d); seg != "" {
+func (o *options) pathExtra(x map[string]string, dev *verbsio.Context) {
+	attr, _ := dev.QueryDevice()
+	if seg := sendpath.SegmenterName(o.path.Segmenter(), dev.Device, attr); seg != "" {
 		x["segmenter"] = seg
 	}
 }

@@ -450,8 +450,9 @@ func (c *compareCmd) side(ctx context.Context, p *prepared, stdout, stderr io.Wr
 	if len(c.skipped) > 0 {
 		env.Extra["paths_skipped"] = strings.Join(c.skipped, "; ")
 	}
+	attr, _ := p.dev.QueryDevice()
 	for _, x := range c.paths {
-		if seg := x.SegmenterName(p.dev.Device); seg != "" {
+		if seg := sendpath.SegmenterName(paths.Segmenter(x), p.dev.Device, attr); seg != "" {
 			env.Extra["segmenter_"+x.String()] = seg
 		}
 	}

@@ -145,7 +145,7 @@ func runSide(ctx context.Context, o *options, p *prepared, stdout, stderr io.Wri
 	onConnected := func(in latency.Info) {
 		env.MTU = in.MTU
 		fillExtra(env.Extra, o, in)
-		o.pathExtra(env.Extra, in.Device)
+		o.pathExtra(env.Extra, p.dev)
 		pr.connected(in)
 	}
 	if o.k.lat {

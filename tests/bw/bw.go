@@ -188,6 +188,9 @@ type Config struct {
 	// who cuts packets. Inline sends every message inline; DM never
 	// inlines; Burst runs one QP.
 	Path sendpath.Path
+	// Segmenter says who cuts messages into packets on a packet fabric;
+	// 0 leaves it to the path (Path.Segmenter).
+	Segmenter verbsio.Segmenter
 
 	OnConnected func(Info)
 	OnProgress  func(Progress)
@@ -284,6 +287,14 @@ func (c *Config) Check() error {
 // PathTest describes the test over transport typ for sendpath.Applies.
 func (t Test) PathTest(typ verbsio.QPType) sendpath.Test {
 	return sendpath.Test{Verb: testInfo[t].verb, Bandwidth: true, Type: typ}
+}
+
+// segmenter is the segmenter the QPs ask for.
+func (c *Config) segmenter() verbsio.Segmenter {
+	if c.Segmenter != verbsio.SegmentDefault {
+		return c.Segmenter
+	}
+	return c.Path.Segmenter()
 }
 
 // inline is the inline size the QPs ask for: none for READ and atomics
@@ -405,7 +416,7 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 		TxDepth: cfg.txDepth(), RxDepth: cfg.RxDepth, Inline: inline, OutReads: cfg.OutReads,
 		QPTimeout: cfg.QPTimeout, Port: cfg.Port, MTU: cfg.MTU, Params: cfg.Params, StallTimeout: cfg.StallTimeout,
 		GIDIndex: cfg.GIDIndex, IPv6: cfg.IPv6, SendSlots: sendSlots, RecvSlots: recvSlots,
-		DeviceMemory: cfg.Path == sendpath.DM, Segmenter: cfg.Path.Segmenter(),
+		DeviceMemory: cfg.Path == sendpath.DM, Segmenter: cfg.segmenter(),
 	})
 	if err != nil {
 		return nil, err

@@ -177,6 +177,9 @@ type Config struct {
 	// (the inline size is raised to the largest message); DM puts the
 	// buffers in device memory and never inlines.
 	Path sendpath.Path
+	// Segmenter says who cuts messages into packets on a packet fabric;
+	// 0 leaves it to the path (Path.Segmenter).
+	Segmenter verbsio.Segmenter
 
 	// OnConnected, if set, is called once the QPs are connected.
 	OnConnected func(Info)
@@ -281,6 +284,14 @@ func (t Test) PathTest(typ verbsio.QPType) sendpath.Test {
 	return sendpath.Test{Verb: testInfo[t].verb, Type: typ}
 }
 
+// segmenter is the segmenter the QPs ask for.
+func (c *Config) segmenter() verbsio.Segmenter {
+	if c.Segmenter != verbsio.SegmentDefault {
+		return c.Segmenter
+	}
+	return c.Path.Segmenter()
+}
+
 // inline is the inline size the QPs ask for: none for READ and atomics
 // and on the dm path, every message on the inline path.
 func (c *Config) inline(maxSize int) int {
@@ -325,7 +336,7 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 		TxDepth: cfg.TxDepth, RxDepth: cfg.RxDepth, Inline: inline, OutReads: cfg.OutReads,
 		QPTimeout: cfg.QPTimeout, Port: cfg.Port, MTU: cfg.MTU, Params: cfg.Params, StallTimeout: cfg.StallTimeout,
 		GIDIndex: cfg.GIDIndex, IPv6: cfg.IPv6,
-		DeviceMemory: cfg.Path == sendpath.DM, Segmenter: cfg.Path.Segmenter(),
+		DeviceMemory: cfg.Path == sendpath.DM, Segmenter: cfg.segmenter(),
 	})
 	if err != nil {
 		return nil, err

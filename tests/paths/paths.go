@@ -10,7 +10,10 @@
 // test of package latency or bw on a connection of its own (the client
 // dials again, the server accepts again): its QPs, CQs and buffers are
 // set up for its path (device memory, the inline size, the segmenter, the
-// rings that dv takes), which are fixed at creation. Both sides follow
+// rings that dv takes), which are fixed at creation. Every path but tso
+// has the engine cut packets (one datagram per packet), tso the kernel,
+// so that tso's row shows what kernel segmentation buys; a test run by
+// itself leaves that to the provider, which picks the kernel where it can. Both sides follow
 // the same schedule, and every run's parameters name its path and
 // repetition, so that two sides out of step refuse to run rather than
 // compare different paths.
@@ -175,13 +178,24 @@ func (c *Config) runOne(ctx context.Context, dev *verbsio.Context, conn *cm.Conn
 	if c.Latency != nil {
 		l := *c.Latency
 		l.Path, l.Params, l.OnConnected = run.Path, tag(l.Params), onConnected
+		l.Segmenter = Segmenter(run.Path)
 		l.OnProgress, l.OnResult = nil, nil
 		return latency.Run(ctx, dev, conn, l)
 	}
 	b := *c.Bandwidth
 	b.Path, b.Params, b.OnConnected = run.Path, tag(b.Params), onConnected
+	b.Segmenter = Segmenter(run.Path)
 	b.OnProgress, b.OnResult = nil, nil
 	return bw.Run(ctx, dev, conn, b)
+}
+
+// Segmenter is who cuts packets for path p in a comparison: the kernel
+// for tso, the engine for every other path.
+func Segmenter(p sendpath.Path) verbsio.Segmenter {
+	if p == sendpath.TSO {
+		return verbsio.SegmentKernel
+	}
+	return verbsio.SegmentEngine
 }
 
 // Summarise turns the runs' results into the comparison: got[path][rep]

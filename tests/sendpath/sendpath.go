@@ -7,13 +7,14 @@
 //     completions counted with the cq_poll family's PollCount;
 //   - inline: every message inline (payload copied into the WQE);
 //   - dm: the message buffers in device memory (set up by the session);
-//   - tso: the kernel cuts messages into packets (UDP GSO), where every
-//     other path has the engine cut them, one datagram per packet;
+//   - tso: the kernel cuts messages into packets (UDP GSO), where a
+//     comparison has every other path's engine cut them, one datagram per
+//     packet (alone, the other paths leave it to the provider);
 //   - dv: direct verbs, WQEs written into the QP's send ring and one
 //     doorbell per batch, completions read from the CQ's ring.
 //
-// Every path differs from generic in that one respect, so that a ratio to
-// generic measures it alone. The loops of tests/latency and tests/bw post
+// In a comparison every path differs from generic in that one respect,
+// so that a ratio to generic measures it alone. The loops of tests/latency and tests/bw post
 // through a Sender, take completions through Completions and repost
 // receives through a Receiver; none of them allocates, locks or logs per
 // operation.
@@ -142,23 +143,32 @@ func CheckDevice(p Path, attr verbsio.DeviceAttr, dev string) error {
 	return fmt.Errorf("%s does not support the %s send path; it supports %s", dev, p, Names(sup))
 }
 
-// Segmenter is the segmenter a QP of path p asks for: the kernel for tso,
-// the engine for every other path (so that only tso differs from generic
-// in who cuts the packets).
+// Segmenter is the segmenter a QP of path p asks for by itself: the
+// kernel for tso, the provider's choice for every other path. A
+// comparison asks the engine for the others (see Config.Segmenter in
+// tests/latency and tests/bw), so that only tso differs from generic in
+// who cuts the packets.
 func (p Path) Segmenter() verbsio.Segmenter {
 	if p == TSO {
 		return verbsio.SegmentKernel
 	}
-	return verbsio.SegmentEngine
+	return verbsio.SegmentDefault
 }
 
-// SegmenterName says who cut the packets of a run of path p on a device
-// of the built-in engine's packet fabrics ("kernel" or "engine"), or ""
-// where no segmenter applies (the shm fabric moves no packets; hardware
-// segments as it does).
-func (p Path) SegmenterName(d verbsio.DeviceInfo) string {
+// SegmenterName says who cut the packets of a QP that asked for seg on a
+// device of the built-in engine's packet fabrics: "kernel" or "engine",
+// and for the provider's choice which one that was (the kernel where the
+// device offers TSO, DeviceAttr.TSO); "" where no segmenter applies (the
+// shm fabric moves no packets; hardware segments as it does).
+func SegmenterName(seg verbsio.Segmenter, d verbsio.DeviceInfo, attr verbsio.DeviceAttr) string {
 	if d.Fabric != "udp" && d.Fabric != "raw" {
 		return ""
 	}
-	return p.Segmenter().String()
+	if seg != verbsio.SegmentDefault {
+		return seg.String()
+	}
+	if attr.TSO.MaxTSO > 0 {
+		return "kernel (the provider's default)"
+	}
+	return "engine (the provider's default)"
 }

@@ -25,12 +25,26 @@ func TestParseAndNames(t *testing.T) {
 	if Names([]Path{Generic, DV}) != "generic, dv" || Path(9).String() != "Path(9)" {
 		t.Error("names")
 	}
-	if Generic.Segmenter() != verbsio.SegmentEngine || TSO.Segmenter() != verbsio.SegmentKernel {
+	if Generic.Segmenter() != verbsio.SegmentDefault || TSO.Segmenter() != verbsio.SegmentKernel {
 		t.Error("segmenters")
 	}
 	udp, shm := verbsio.DeviceInfo{Fabric: "udp"}, verbsio.DeviceInfo{Fabric: "shm"}
-	if TSO.SegmenterName(udp) != "kernel" || DM.SegmenterName(udp) != "engine" || TSO.SegmenterName(shm) != "" {
-		t.Error("segmenter names")
+	gso, nogso := verbsio.DeviceAttr{TSO: verbsio.TSOCaps{MaxTSO: 64000}}, verbsio.DeviceAttr{}
+	for _, c := range []struct {
+		seg  verbsio.Segmenter
+		d    verbsio.DeviceInfo
+		attr verbsio.DeviceAttr
+		want string
+	}{
+		{verbsio.SegmentKernel, udp, gso, "kernel"},
+		{verbsio.SegmentEngine, udp, gso, "engine"},
+		{verbsio.SegmentDefault, udp, gso, "kernel (the provider's default)"},
+		{verbsio.SegmentDefault, udp, nogso, "engine (the provider's default)"},
+		{verbsio.SegmentKernel, shm, gso, ""},
+	} {
+		if got := SegmenterName(c.seg, c.d, c.attr); got != c.want {
+			t.Errorf("SegmenterName(%s, %s): %q, want %q", c.seg, c.d.Fabric, got, c.want)
+		}
 	}
 }
 
