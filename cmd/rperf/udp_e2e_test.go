@@ -63,7 +63,7 @@ func readUDPDoc(t *testing.T, path, c, device string, results int) *reports.Docu
 	if e.Provider != "soft" || e.Fabric != "udp" || e.Device != device || e.MTU < 256 || e.Extra["validate"] != "true" || e.Extra["gid"] == "" {
 		t.Errorf("%s: env %+v", path, e)
 	}
-	for _, k := range []string{"sent_pkts", "rcvd_pkts", "retransmitted", "duplicate_request", "icrc_errors", "out_of_seq_request", "timeouts"} {
+	for _, k := range []string{"sent_pkts", "rcvd_pkts", "retransmitted", "rewinds", "duplicate_request", "icrc_errors", "out_of_seq_request", "timeouts"} {
 		if _, ok := e.EngineCounters[k]; !ok {
 			t.Errorf("%s: engine_counters has no %q: %v", path, k, e.EngineCounters)
 		}
@@ -287,21 +287,6 @@ func TestUDPFaultyWire(t *testing.T) {
 			// times out spuriously now and then, often enough to exhaust
 			// its 7 retries (RETRY_EXC_ERR).
 			extra := []string{"-u", "12", "--timeout", "20s"}
-			if strings.HasSuffix(c, "-bw") {
-				// Engine limitation: a requester whose outstanding
-				// requests are mostly unsignaled (CQ moderation) can
-				// stop retransmitting after a loss and never complete
-				// them; with every request signaled it recovers.
-				extra = append(extra, "-Q", "1")
-			}
-			if c == "atomic-bw" {
-				// Engine limitation: the responder remembers the
-				// results of its last 16 atomics only, so a requester
-				// with more outstanding (the device offers 128) never
-				// gets an answer to a retransmitted older one
-				// (RETRY_EXC_ERR).
-				extra = append(extra, "-o", "16")
-			}
 			cli, srv := nsRun(t, pair, c, pair.B.Addr4.Addr().String(), extra...)
 			st := w.Stats()
 			cc, sc := cli.Env.EngineCounters, srv.Env.EngineCounters
@@ -338,7 +323,7 @@ func TestUDPFaultyWire(t *testing.T) {
 
 func counterSummary(c map[string]uint64) string {
 	var parts []string
-	for _, k := range []string{"sent_pkts", "rcvd_pkts", "retransmitted", "duplicate_request", "icrc_errors", "out_of_seq_request", "timeouts", "nak_sent", "nak_rcvd"} {
+	for _, k := range []string{"sent_pkts", "rcvd_pkts", "retransmitted", "rewinds", "duplicate_request", "icrc_errors", "out_of_seq_request", "timeouts", "nak_sent", "nak_rcvd"} {
 		parts = append(parts, fmt.Sprintf("%s %d", k, c[k]))
 	}
 	return strings.Join(parts, ", ")

@@ -148,7 +148,7 @@ func engineCounters(dev *verbsio.Context) map[string]uint64 {
 // see, in this order, with their labels.
 var counterLine = []struct{ name, label string }{
 	{"sent_pkts", "sent"}, {"rcvd_pkts", "received"}, {"retransmitted", "retransmitted"},
-	{"duplicate_request", "duplicates"}, {"icrc_errors", "ICRC errors"}, {"out_of_seq_request", "out of sequence"},
+	{"rewinds", "rewinds"}, {"duplicate_request", "duplicates"}, {"icrc_errors", "ICRC errors"}, {"out_of_seq_request", "out of sequence"},
 	{"timeouts", "timeouts"},
 }
 

@@ -35,7 +35,7 @@ const (
 var counterNames = []string{
 	"sent_pkts", "rcvd_pkts", "retransmitted", "duplicate_request", "icrc_errors", "out_of_seq_request",
 	"unknown_qp", "bad_pkey", "malformed", "wrong_peer", "rnr_nak_sent", "rnr_nak_rcvd",
-	"nak_sent", "nak_rcvd", "timeouts", "acks_sent",
+	"nak_sent", "nak_rcvd", "timeouts", "acks_sent", "rewinds",
 }
 
 type statsHeader struct {

@@ -37,7 +37,7 @@ const udpHeaderAllowance = 80
 type udpCounters struct {
 	sent, received, retransmitted, duplicates, icrcErrors, outOfSeq,
 	unknownQP, badPKey, malformed, wrongPeer, rnrNakSent, rnrNakRecv,
-	nakSent, nakRecv, timeouts, acksSent atomic.Uint64
+	nakSent, nakRecv, timeouts, acksSent, rewinds atomic.Uint64
 }
 
 // udpFabric is a context's udp-fabric state.

@@ -108,6 +108,7 @@ type udpQP struct {
 	nakPSN     psn.PSN // the PSN of the last sequence NAK acted on
 	nakActed   bool    // a sequence NAK was acted on and no progress came since
 	cwnd       int     // packets allowed on the wire unacknowledged
+	highPSN    psn.PSN // the PSN after the highest one ever sent (resends are below it)
 	timeout    int64
 	active     bool
 
@@ -132,7 +133,7 @@ type udpQP struct {
 	rdSrc [1][]byte
 	rdHd  int
 	rdN   int
-	atoms [16]atomEntry
+	atoms [shmMaxRdAtomic]atomEntry
 	atomI int
 }
 
@@ -180,6 +181,7 @@ func (q *qp) udpModify(next verbsio.QPState, attr *verbsio.QPAttr, mask verbsio.
 			break
 		}
 		u.sqPSN = psn.PSN(attr.SQPSN)
+		u.highPSN = u.sqPSN
 		u.retryLeft = int(attr.RetryCnt)
 		u.rnrLeft = int(attr.RNRRetry)
 		u.timeout = verbsio.TimeoutDuration(attr.Timeout)

@@ -112,7 +112,10 @@ func (q *qp) udpTransmit() {
 		if u.cwnd == 0 {
 			u.cwnd = maxInflight
 		}
-		if int(psn.Diff(q.unaPSN(), u.sqPSN)) >= u.cwnd {
+		if !u.forceAck && int(psn.Diff(q.unaPSN(), u.sqPSN)) >= u.cwnd {
+			// The window is full. A message that must ask for an
+			// acknowledgement (a tail probe, a resend after a timeout)
+			// goes anyway: held back, nothing would ever answer.
 			break
 		}
 		pos := u.sendPos
@@ -337,10 +340,24 @@ func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 			t.ImmDt = roce.ImmDt{Data: w.Imm}
 		}
 		q.sendPacket(&u.path, srcs, off, n, false)
+		q.countSent(1)
 		u.sqPSN = u.sqPSN.Next()
 	}
 	r.end = u.sqPSN
 	return verbsio.StatusSuccess
+}
+
+// countSent counts the request packet at sqPSN, which spans n PSNs (a
+// READ request spans its responses): a retransmission when that PSN went
+// out before.
+func (q *qp) countSent(n int) {
+	u := q.u
+	if psn.Diff(u.highPSN, u.sqPSN) < 0 {
+		u.f.c.retransmitted.Add(1)
+	}
+	if end := u.sqPSN.Add(n); psn.Diff(u.highPSN, end) > 0 {
+		u.highPSN = end
+	}
 }
 
 // statusPaused is sendMessage's answer when pacing holds the rest of a
@@ -361,6 +378,7 @@ func (q *qp) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	t.RETH = roce.RETH{VA: w.RAddr + off, RKey: w.RKey, DMALen: uint32(rest)}
 	q.sendControl(&u.path)
 	r.rdNext = u.sqPSN
+	q.countSent(npackets(rest, u.mtu))
 	u.sqPSN = u.sqPSN.Add(npackets(rest, u.mtu))
 	r.end = u.sqPSN
 	q.expectAnswer(u.sqPSN.Add(-1))
@@ -389,6 +407,7 @@ func (q *qp) sendAtomic(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	q.sendControl(&u.path)
 	r.total = 8
 	q.expectAnswer(u.sqPSN)
+	q.countSent(1)
 	u.sqPSN = u.sqPSN.Next()
 	r.end = u.sqPSN
 	return verbsio.StatusSuccess
@@ -456,6 +475,9 @@ func (q *qp) completeDone() {
 		u.ackOut = false // answered
 		u.deadline = 0
 	}
+	if u.nakActed && psn.Diff(u.nakPSN, q.unaPSN()) > 0 {
+		u.nakActed = false // the loss at nakPSN is repaired
+	}
 	if q.sqExec == u.sendPos {
 		u.deadline = 0
 	} else if u.deadline == 0 {
@@ -519,7 +541,7 @@ func (r *reqWQE) rdNextOrFirst(op verbsio.Opcode) psn.PSN {
 // madeProgress resets the retry budget and restarts the timer.
 func (q *qp) madeProgress() {
 	u := q.u
-	u.recovering, u.nakActed = false, false
+	u.recovering = false
 	u.cwnd = min(u.cwnd+minWindow, maxInflight)
 	u.retryLeft = int(q.attr.RetryCnt)
 	u.rnrLeft = int(q.attr.RNRRetry)
@@ -527,7 +549,10 @@ func (q *qp) madeProgress() {
 }
 
 // goBackOnce is goBack for the signals that repeat (a duplicated NAK,
-// every response after a lost one): it acts once per PSN until progress.
+// every response after a lost one): it acts once per PSN until the
+// oldest unacknowledged PSN passes it or a timeout resends it. Later
+// WQEs completing is no reason to act again: their responses come from
+// the first transmission and each would rewind the window once more.
 func (q *qp) goBackOnce(p psn.PSN) {
 	u := q.u
 	if u.nakActed && u.nakPSN == p {
@@ -537,12 +562,27 @@ func (q *qp) goBackOnce(p psn.PSN) {
 	q.goBack(p)
 }
 
-// goBack rewinds transmission to PSN p (go-back-N).
+// goBack rewinds transmission to PSN p (go-back-N) after a loss.
 func (q *qp) goBack(p psn.PSN) {
+	u := q.u
+	if !q.rewind(p) {
+		return
+	}
+	u.recovering = true
+	// Every rewind resends the whole window: halve it (down to
+	// minWindow) so that a lossy path is not flooded with resends; each
+	// acknowledgement that makes progress grows it back.
+	u.cwnd = max(u.cwnd/2, minWindow)
+	u.f.c.rewinds.Add(1)
+}
+
+// rewind moves transmission back to PSN p; false when no WQE on the wire
+// holds p.
+func (q *qp) rewind(p psn.PSN) bool {
 	u := q.u
 	pos, ok := q.wqeAt(p)
 	if !ok {
-		return
+		return false
 	}
 	r := q.slot(pos)
 	u.sendPos = pos
@@ -565,12 +605,7 @@ func (q *qp) goBack(p psn.PSN) {
 		}
 		s.done = false
 	}
-	u.recovering = true
-	// Every rewind resends the whole window: halve it (down to
-	// minWindow) so that a lossy path is not flooded with resends; each
-	// acknowledgement that makes progress grows it back.
-	u.cwnd = max(u.cwnd/2, minWindow)
-	u.f.c.retransmitted.Add(1)
+	return true
 }
 
 // udpOnResponse handles an ACK, NAK, READ response or atomic ACK.
@@ -720,9 +755,8 @@ func (q *qp) udpTick(t int64) {
 		if !u.ackOut {
 			// Tail probe: resend the last packet sent, asking for an
 			// acknowledgement. It costs no retry.
-			if last, ok := q.lastSentPSN(); ok {
+			if last, ok := q.lastSentPSN(); ok && q.rewind(last) {
 				u.forceAck = true
-				q.goBack(last)
 				q.udpTransmit()
 			}
 			return
@@ -735,6 +769,7 @@ func (q *qp) udpTick(t int64) {
 		}
 		u.retryLeft--
 		u.forceAck = true
+		u.nakActed = false // the resend may be lost again; its signals count
 		q.goBack(q.unaPSN())
 		q.udpTransmit()
 	}

@@ -1,0 +1,19 @@
+package soft
+
+import "fmt"
+
+// DebugQPs describes the udp transport state of every QP (tests only).
+func (c *Context) DebugQPs() string {
+	s := ""
+	for i := range c.qps {
+		q := c.qps[i].Load()
+		if q == nil || q.u == nil {
+			continue
+		}
+		u := q.u
+		s += fmt.Sprintf("qp %#x state %s sqPI %d sqExec %d sqDone %d sendPos %d sendOff %d sqPSN %d una %d deadline %d ackOut %v reqAck %d recovering %v cwnd %d rnrUntil %d paceAt %d active %v nakActed %v/%d ePSN %d retryLeft %d\n",
+			q.qpn, q.state, q.sqPI, q.sqExec, q.sqDone, u.sendPos, u.sendOff, u.sqPSN, q.unaPSN(), u.deadline, u.ackOut, u.reqAck, u.recovering, u.cwnd, u.rnrUntil, u.paceAt, u.active, u.nakActed, u.nakPSN, u.ePSN, u.retryLeft)
+	}
+	s += fmt.Sprintf("active list %d\n", len(c.udp.active))
+	return s
+}
