@@ -12,7 +12,7 @@ import (
 // counterColumns are the counters the table shows, in order, with their
 // headers; --json carries every counter.
 var counterColumns = []struct{ name, header string }{
-	{"sent_pkts", "SENT"}, {"rcvd_pkts", "RCVD"}, {"retransmitted", "RETX"},
+	{"sent_pkts", "SENT"}, {"rcvd_pkts", "RCVD"}, {"retransmitted", "RETX"}, {"rewinds", "REWINDS"},
 	{"duplicate_request", "DUP"}, {"out_of_seq_request", "OOS"}, {"icrc_errors", "ICRC_ERR"},
 	{"timeouts", "TIMEOUTS"}, {"nak_sent", "NAK_TX"}, {"nak_rcvd", "NAK_RX"},
 	{"rnr_nak_sent", "RNR_TX"}, {"rnr_nak_rcvd", "RNR_RX"}, {"unknown_qp", "UNKNOWN_QP"},
@@ -25,7 +25,7 @@ func newCountersCmd(o *options) *cobra.Command {
 		Short: "Show the transport counters of the built-in engine's running udp-fabric contexts",
 		Long: `Show the transport counters every running udp-fabric context of the built-in
 engine publishes on this host (in ` + soft.StatsDir + `), as sysfs shows a
-kernel device's hw_counters: packets sent and received, retransmissions,
+kernel device's hw_counters: packets sent and received, packets retransmitted and go-back-N rewinds,
 duplicate requests, out-of-sequence requests, ICRC errors, timeouts, NAKs
 and RNR NAKs sent and received, packets for unknown QPs, malformed packets.
 A context's counters disappear when it closes.`,
