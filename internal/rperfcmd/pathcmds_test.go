@@ -233,12 +233,6 @@ func TestDMLatDefaults(t *testing.T) {
 	if fit[len(fit)-1] != 128<<10 {
 		t.Errorf("dm-lat -a: largest %d, want 131072", fit[len(fit)-1])
 	}
-	if got := dmRegion(1); got != 4096 {
-		t.Errorf("dmRegion(1) = %d", got)
-	}
-	if got := dmRegion(4097); got != 8192 {
-		t.Errorf("dmRegion(4097) = %d", got)
-	}
 }
 
 // parsePacing parses args as rperf pacing's flags and validates them.

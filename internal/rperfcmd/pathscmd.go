@@ -17,6 +17,7 @@ import (
 	"github.com/rperf/rperf/internal/cli"
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/reports/table"
+	"github.com/rperf/rperf/tests/dm"
 	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/tests/paths"
 	"github.com/rperf/rperf/tests/sendpath"
@@ -25,16 +26,16 @@ import (
 )
 
 // rperf paths and rperf dm-lat: one test across send paths in one run
-// (package tests/paths). They take the test's perftest flags (--test
+// (packages tests/paths and tests/dm). They take the test's perftest flags (--test
 // picks the test) and add --reps and, for paths, --paths.
 
 // Defaults of the comparisons, where they differ from the tests'.
 const (
-	pathsBWSize     = 64      // a message-rate test
-	pathsBWIters    = 1000000 // messages per run: about 150 ms at shm0's rate
-	pathsLatIters   = 10000   // iterations per run
-	pathsPostList   = 16      // the batch of a post call, a flush, a doorbell
-	dmLatMaxDefault = 4096    // dm-lat: -a up to this without --max-size
+	pathsBWSize     = 64                // a message-rate test
+	pathsBWIters    = 1000000           // messages per run: about 150 ms at shm0's rate
+	pathsLatIters   = 10000             // iterations per run
+	pathsPostList   = 16                // the batch of a post call, a flush, a doorbell
+	dmLatMaxDefault = dm.DefaultMaxSize // dm-lat: -a up to this without --max-size
 )
 
 // compareCmd is a comparison command.
@@ -255,17 +256,10 @@ func (c *compareCmd) fitsDevice(p sendpath.Path, attr verbsio.DeviceAttr, sizes 
 	switch {
 	case p == sendpath.Inline && largest > attr.MaxInlineData:
 		return fmt.Errorf("%d-byte messages do not fit %s's max_inline_data %d", largest, o.device, attr.MaxInlineData)
-	case p == sendpath.DM && uint64(2*o.qps*dmRegion(largest)) > attr.MaxDMSize:
-		return fmt.Errorf("the buffers of %d-byte messages need %d bytes of device memory, more than %s's %d", largest, 2*o.qps*dmRegion(largest), o.device, attr.MaxDMSize)
+	case p == sendpath.DM && uint64(o.qps*dm.BufferBytes(largest, o.qpType)) > attr.MaxDMSize:
+		return fmt.Errorf("the buffers of %d-byte messages need %d bytes of device memory, more than %s's %d", largest, o.qps*dm.BufferBytes(largest, o.qpType), o.device, attr.MaxDMSize)
 	}
 	return nil
-}
-
-// dmRegion is the size of one send or receive region of a session for
-// messages of size bytes: page-rounded, as the session allocates them.
-func dmRegion(size int) int {
-	const page = 4096
-	return (max(size, 64) + page - 1) / page * page
 }
 
 // choosePaths settles the paths once the device is open: the listed ones
@@ -307,13 +301,7 @@ func (c *compareCmd) dmSizes(attr verbsio.DeviceAttr, sizes []int) []int {
 	if c.name != "dm-lat" || !c.o.all {
 		return sizes
 	}
-	var fit []int
-	for _, s := range sizes {
-		if uint64(2*c.o.qps*dmRegion(s)) <= attr.MaxDMSize {
-			fit = append(fit, s)
-		}
-	}
-	return fit
+	return dm.Fit(sizes, c.o.qpType, attr)
 }
 
 func (c *compareCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
@@ -425,16 +413,23 @@ func (c *compareCmd) side(ctx context.Context, p *prepared, stdout, stderr io.Wr
 			}
 		},
 	}
-	if o.k.lat {
+	var results []reports.Result
+	switch {
+	case c.name == "dm-lat":
+		l := o.latencyConfig(p.sizes)
+		l.Params = c.params(p.sizes)
+		results, err = dm.Run(ctx, p.dev, connect, dm.Config{Latency: l, Repetitions: c.reps, OnStep: cfg.OnStep, OnConnected: cfg.OnConnected})
+	case o.k.lat:
 		l := o.latencyConfig(p.sizes)
 		l.Params = c.params(p.sizes)
 		cfg.Latency = &l
-	} else {
+		results, err = paths.Run(ctx, p.dev, connect, cfg)
+	default:
 		b := o.bwConfig(p.sizes)
 		b.Params = c.params(p.sizes)
 		cfg.Bandwidth = &b
+		results, err = paths.Run(ctx, p.dev, connect, cfg)
 	}
-	results, err := paths.Run(ctx, p.dev, connect, cfg)
 	prog.stop()
 	if err != nil {
 		return runError(err)
@@ -525,12 +520,7 @@ func (c *compareCmd) report(w io.Writer, results []reports.Result, env reports.E
 	}
 	var label func(reports.Result) string
 	if c.name == "dm-lat" {
-		label = func(r reports.Result) string {
-			if r.Path == sendpath.DM.String() {
-				return "device memory"
-			}
-			return "host memory"
-		}
+		label = dm.Label
 	}
 	if err := table.WritePaths(w, results, label, env.Clock); err != nil {
 		return err
