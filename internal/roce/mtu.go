@@ -1,50 +1,8 @@
 package roce
 
-import "strconv"
-
-// MTU is an InfiniBand path MTU, numbered as in libibverbs' enum ibv_mtu
-// (IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5). It is the largest payload of one
-// packet; headers are not counted.
-type MTU uint8
-
-// Path MTUs.
-const (
-	MTU256  MTU = 1
-	MTU512  MTU = 2
-	MTU1024 MTU = 3
-	MTU2048 MTU = 4
-	MTU4096 MTU = 5
-)
-
-// Valid reports whether m is one of MTU256..MTU4096.
-func (m MTU) Valid() bool { return m >= MTU256 && m <= MTU4096 }
-
-// Bytes returns the MTU in bytes (256 << (m-1)), or 0 if m is not valid.
-func (m MTU) Bytes() int {
-	if !m.Valid() {
-		return 0
-	}
-	return 128 << m
-}
-
-// String returns the size in bytes ("1024"), or "MTU(n)" if m is not valid.
-func (m MTU) String() string {
-	if !m.Valid() {
-		return "MTU(" + strconv.Itoa(int(m)) + ")"
-	}
-	return strconv.Itoa(m.Bytes())
-}
-
-// MTUFromBytes returns the MTU of n bytes, and false if n is not one of 256,
-// 512, 1024, 2048 and 4096.
-func MTUFromBytes(n int) (MTU, bool) {
-	for m := MTU256; m <= MTU4096; m++ {
-		if m.Bytes() == n {
-			return m, true
-		}
-	}
-	return 0, false
-}
+// ValidMTU reports whether n bytes is an InfiniBand path MTU: 256, 512,
+// 1024, 2048 or 4096 (verbsio.MTU numbers them as libibverbs does).
+func ValidMTU(n int) bool { return n >= 256 && n <= 4096 && n&(n-1) == 0 }
 
 // Segmentation says how a message of some length is cut into packets for a
 // path MTU: how many packets, and the opcodes of the first, middle, last and
@@ -68,7 +26,7 @@ var (
 )
 
 // Segment cuts a message of length bytes into packets of at most mtu bytes
-// of payload. only names the operation by its single-packet opcode:
+// of payload (a path MTU in bytes, see ValidMTU). only names the operation by its single-packet opcode:
 // SEND_ONLY, SEND_ONLY_WITH_IMMEDIATE, SEND_ONLY_WITH_INVALIDATE,
 // RDMA_WRITE_ONLY, RDMA_WRITE_ONLY_WITH_IMMEDIATE (RC or UC),
 // RDMA_READ_RESPONSE_ONLY (the responder's side of a READ), or a UD SEND,
@@ -77,14 +35,14 @@ var (
 //
 // For an RDMA READ request the number of response packets, and so the PSNs
 // the request consumes, is Segment(RCReadResponseOnly, length, mtu).Packets.
-func Segment(only Opcode, length int, mtu MTU) (Segmentation, error) {
-	if !mtu.Valid() {
+func Segment(only Opcode, length int, mtu int) (Segmentation, error) {
+	if !ValidMTU(mtu) {
 		return Segmentation{}, errSegMTU
 	}
 	if length < 0 || length > 1<<31 {
 		return Segmentation{}, errSegLen
 	}
-	s := Segmentation{Length: length, MTU: mtu.Bytes(), Only: only}
+	s := Segmentation{Length: length, MTU: mtu, Only: only}
 	s.Packets = 1
 	if length > s.MTU {
 		s.Packets = (length + s.MTU - 1) / s.MTU

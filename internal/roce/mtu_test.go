@@ -7,18 +7,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestMTU(t *testing.T) {
-	for m, want := range map[MTU]int{MTU256: 256, MTU512: 512, MTU1024: 1024, MTU2048: 2048, MTU4096: 4096, 0: 0, 6: 0} {
-		if got := m.Bytes(); got != want {
-			t.Errorf("MTU(%d).Bytes() = %d, want %d", m, got, want)
+func TestValidMTU(t *testing.T) {
+	for n, want := range map[int]bool{256: true, 512: true, 1024: true, 2048: true, 4096: true,
+		0: false, 128: false, 1500: false, 768: false, 8192: false, -256: false} {
+		if got := ValidMTU(n); got != want {
+			t.Errorf("ValidMTU(%d) = %v, want %v", n, got, want)
 		}
-		back, ok := MTUFromBytes(want)
-		if ok != (want != 0) || (ok && back != m) {
-			t.Errorf("MTUFromBytes(%d) = %v, %v", want, back, ok)
-		}
-	}
-	if _, ok := MTUFromBytes(1500); ok {
-		t.Error("MTUFromBytes(1500) ok")
 	}
 }
 
@@ -26,28 +20,28 @@ func TestSegment(t *testing.T) {
 	tests := []struct {
 		only    Opcode
 		length  int
-		mtu     MTU
+		mtu     int
 		ops     []Opcode
 		lengths []int
 	}{
-		{RCSendOnly, 0, MTU1024, []Opcode{RCSendOnly}, []int{0}},
-		{RCSendOnly, 1024, MTU1024, []Opcode{RCSendOnly}, []int{1024}},
-		{RCSendOnly, 1025, MTU1024, []Opcode{RCSendFirst, RCSendLast}, []int{1024, 1}},
-		{RCSendOnly, 2048, MTU1024, []Opcode{RCSendFirst, RCSendLast}, []int{1024, 1024}},
-		{RCSendOnly, 2049, MTU1024, []Opcode{RCSendFirst, RCSendMiddle, RCSendLast}, []int{1024, 1024, 1}},
-		{RCSendOnlyImm, 600, MTU256, []Opcode{RCSendFirst, RCSendMiddle, RCSendLastImm}, []int{256, 256, 88}},
-		{RCSendOnlyInv, 513, MTU512, []Opcode{RCSendFirst, RCSendLastInv}, []int{512, 1}},
-		{RCWriteOnly, 2048, MTU1024, []Opcode{RCWriteFirst, RCWriteLast}, []int{1024, 1024}},
-		{RCWriteOnlyImm, 5000, MTU4096, []Opcode{RCWriteFirst, RCWriteLastImm}, []int{4096, 904}},
-		{RCWriteOnlyImm, 100, MTU4096, []Opcode{RCWriteOnlyImm}, []int{100}},
-		{RCReadResponseOnly, 64, MTU1024, []Opcode{RCReadResponseOnly}, []int{64}},
-		{RCReadResponseOnly, 4096, MTU1024, []Opcode{RCReadResponseFirst, RCReadResponseMiddle, RCReadResponseMiddle, RCReadResponseLast}, []int{1024, 1024, 1024, 1024}},
-		{UCSendOnly, 3000, MTU2048, []Opcode{UCSendFirst, UCSendLast}, []int{2048, 952}},
-		{UCSendOnlyImm, 3000, MTU2048, []Opcode{UCSendFirst, UCSendLastImm}, []int{2048, 952}},
-		{UCWriteOnly, 3000, MTU2048, []Opcode{UCWriteFirst, UCWriteLast}, []int{2048, 952}},
-		{UCWriteOnlyImm, 5000, MTU2048, []Opcode{UCWriteFirst, UCWriteMiddle, UCWriteLastImm}, []int{2048, 2048, 904}},
-		{UDSendOnly, 4096, MTU4096, []Opcode{UDSendOnly}, []int{4096}},
-		{UDSendOnlyImm, 1, MTU256, []Opcode{UDSendOnlyImm}, []int{1}},
+		{RCSendOnly, 0, 1024, []Opcode{RCSendOnly}, []int{0}},
+		{RCSendOnly, 1024, 1024, []Opcode{RCSendOnly}, []int{1024}},
+		{RCSendOnly, 1025, 1024, []Opcode{RCSendFirst, RCSendLast}, []int{1024, 1}},
+		{RCSendOnly, 2048, 1024, []Opcode{RCSendFirst, RCSendLast}, []int{1024, 1024}},
+		{RCSendOnly, 2049, 1024, []Opcode{RCSendFirst, RCSendMiddle, RCSendLast}, []int{1024, 1024, 1}},
+		{RCSendOnlyImm, 600, 256, []Opcode{RCSendFirst, RCSendMiddle, RCSendLastImm}, []int{256, 256, 88}},
+		{RCSendOnlyInv, 513, 512, []Opcode{RCSendFirst, RCSendLastInv}, []int{512, 1}},
+		{RCWriteOnly, 2048, 1024, []Opcode{RCWriteFirst, RCWriteLast}, []int{1024, 1024}},
+		{RCWriteOnlyImm, 5000, 4096, []Opcode{RCWriteFirst, RCWriteLastImm}, []int{4096, 904}},
+		{RCWriteOnlyImm, 100, 4096, []Opcode{RCWriteOnlyImm}, []int{100}},
+		{RCReadResponseOnly, 64, 1024, []Opcode{RCReadResponseOnly}, []int{64}},
+		{RCReadResponseOnly, 4096, 1024, []Opcode{RCReadResponseFirst, RCReadResponseMiddle, RCReadResponseMiddle, RCReadResponseLast}, []int{1024, 1024, 1024, 1024}},
+		{UCSendOnly, 3000, 2048, []Opcode{UCSendFirst, UCSendLast}, []int{2048, 952}},
+		{UCSendOnlyImm, 3000, 2048, []Opcode{UCSendFirst, UCSendLastImm}, []int{2048, 952}},
+		{UCWriteOnly, 3000, 2048, []Opcode{UCWriteFirst, UCWriteLast}, []int{2048, 952}},
+		{UCWriteOnlyImm, 5000, 2048, []Opcode{UCWriteFirst, UCWriteMiddle, UCWriteLastImm}, []int{2048, 2048, 904}},
+		{UDSendOnly, 4096, 4096, []Opcode{UDSendOnly}, []int{4096}},
+		{UDSendOnlyImm, 1, 256, []Opcode{UDSendOnlyImm}, []int{1}},
 	}
 	for _, tt := range tests {
 		s, err := Segment(tt.only, tt.length, tt.mtu)
@@ -93,16 +87,17 @@ func TestSegmentErrors(t *testing.T) {
 	tests := []struct {
 		only   Opcode
 		length int
-		mtu    MTU
+		mtu    int
 		want   error
 	}{
 		{RCSendOnly, 10, 0, ErrRange},
 		{RCSendOnly, 10, 6, ErrRange},
-		{RCSendOnly, -1, MTU256, ErrRange},
-		{RCSendFirst, 10, MTU256, ErrUnknownOpcode},
-		{RCAck, 10, MTU256, ErrUnknownOpcode},
-		{RCReadRequest, 10, MTU256, ErrUnknownOpcode},
-		{UDSendOnly, 4097, MTU4096, ErrLength},
+		{RCSendOnly, 10, 1500, ErrRange},
+		{RCSendOnly, -1, 256, ErrRange},
+		{RCSendFirst, 10, 256, ErrUnknownOpcode},
+		{RCAck, 10, 256, ErrUnknownOpcode},
+		{RCReadRequest, 10, 256, ErrUnknownOpcode},
+		{UDSendOnly, 4097, 4096, ErrLength},
 	}
 	for _, tt := range tests {
 		if _, err := Segment(tt.only, tt.length, tt.mtu); !errors.Is(err, tt.want) {

@@ -150,8 +150,6 @@ func TestStringers(t *testing.T) {
 		{RNRNAKSyndrome(14).String(), "rnr_nak(timer=14)"},
 		{SyndromeNAKRemoteAccess.String(), "nak(remote_access_error)"},
 		{Syndrome(0x5f).String(), "reserved(0x5f)"},
-		{MTU1024.String(), "1024"},
-		{MTU(9).String(), "MTU(9)"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

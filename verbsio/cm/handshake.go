@@ -6,39 +6,22 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+
+	"github.com/rperf/rperf/verbsio"
 )
 
 // MTU is a path MTU as libibverbs' enum ibv_mtu numbers it; this number,
 // not the byte count, is what perftest exchanges.
-type MTU uint8
+type MTU = verbsio.MTU
 
 // The ibv_mtu values.
 const (
-	MTU256  MTU = 1
-	MTU512  MTU = 2
-	MTU1024 MTU = 3
-	MTU2048 MTU = 4
-	MTU4096 MTU = 5
+	MTU256  = verbsio.MTU256
+	MTU512  = verbsio.MTU512
+	MTU1024 = verbsio.MTU1024
+	MTU2048 = verbsio.MTU2048
+	MTU4096 = verbsio.MTU4096
 )
-
-// Valid reports whether m is one of the five ibv_mtu values.
-func (m MTU) Valid() bool { return m >= MTU256 && m <= MTU4096 }
-
-// Bytes returns the MTU in bytes (256 << (m-1)), or 0 if m is not valid.
-func (m MTU) Bytes() int {
-	if !m.Valid() {
-		return 0
-	}
-	return 128 << m
-}
-
-// String returns the MTU in bytes, e.g. "1024", or "MTU(n)" if invalid.
-func (m MTU) String() string {
-	if !m.Valid() {
-		return fmt.Sprintf("MTU(%d)", uint8(m))
-	}
-	return strconv.Itoa(m.Bytes())
-}
 
 // DefaultCacheLineSize is used when Hello.CacheLineSize is 0.
 const DefaultCacheLineSize = 64

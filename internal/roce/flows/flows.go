@@ -368,7 +368,7 @@ func (s *Summariser) readSpan(length uint32) (lo, hi int) {
 		}
 		return int(n)
 	}
-	if _, ok := roce.MTUFromBytes(s.opts.MTU); ok {
+	if roce.ValidMTU(s.opts.MTU) {
 		n := span(s.opts.MTU)
 		return n, n
 	}
