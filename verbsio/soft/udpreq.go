@@ -35,51 +35,28 @@ func (q *qp) udpExecute() {
 
 func (q *qp) slot(pos uint32) *reqWQE { return &q.u.req[pos&(q.sq.Depth()-1)] }
 
-// opcodeFor returns the RoCE opcode of packet i of n of a WQE.
-func opcodeFor(t verbsio.QPType, op verbsio.Opcode, i, n int) roce.Opcode {
-	base := roce.Opcode(0)
-	if t == verbsio.QPTypeUC {
-		base = 0x20
+// onlyOpcode returns the single-packet RoCE opcode of a SEND or RDMA WRITE
+// WQE on a QP of type t; roce.Segment cuts longer messages from it.
+func onlyOpcode(t verbsio.QPType, op verbsio.Opcode) roce.Opcode {
+	if t == verbsio.QPTypeUD {
+		if op == verbsio.OpSendImm {
+			return roce.UDSendOnlyImm
+		}
+		return roce.UDSendOnly
 	}
-	first, last := i == 0, i == n-1
+	o := roce.RCWriteOnly
 	switch op {
-	case verbsio.OpSend, verbsio.OpSendImm:
-		if t == verbsio.QPTypeUD {
-			if op == verbsio.OpSendImm {
-				return roce.UDSendOnlyImm
-			}
-			return roce.UDSendOnly
-		}
-		imm := op == verbsio.OpSendImm
-		switch {
-		case first && last && imm:
-			return base + roce.RCSendOnlyImm
-		case first && last:
-			return base + roce.RCSendOnly
-		case first:
-			return base + roce.RCSendFirst
-		case last && imm:
-			return base + roce.RCSendLastImm
-		case last:
-			return base + roce.RCSendLast
-		}
-		return base + roce.RCSendMiddle
-	default: // RDMA WRITE
-		imm := op == verbsio.OpRDMAWriteImm
-		switch {
-		case first && last && imm:
-			return base + roce.RCWriteOnlyImm
-		case first && last:
-			return base + roce.RCWriteOnly
-		case first:
-			return base + roce.RCWriteFirst
-		case last && imm:
-			return base + roce.RCWriteLastImm
-		case last:
-			return base + roce.RCWriteLast
-		}
-		return base + roce.RCWriteMiddle
+	case verbsio.OpSend:
+		o = roce.RCSendOnly
+	case verbsio.OpSendImm:
+		o = roce.RCSendOnlyImm
+	case verbsio.OpRDMAWriteImm:
+		o = roce.RCWriteOnlyImm
 	}
+	if t == verbsio.QPTypeUC {
+		o += roce.UCSendOnly - roce.RCSendOnly // the same operation in UC's opcode range
+	}
+	return o
 }
 
 func npackets(n uint64, mtu int) int {
@@ -312,7 +289,11 @@ func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 	}
 	r.total = total
 	op := verbsio.Opcode(w.Opcode)
-	npkt := npackets(total, u.mtu)
+	seg, err := roce.Segment(onlyOpcode(q.typ, op), int(total), u.mtu)
+	if err != nil {
+		return verbsio.StatusLocLenErr
+	}
+	npkt := seg.Packets
 	start := int(u.sendOff / uint64(u.mtu))
 	srcs := q.src[:nsrc]
 	var t0 int64
@@ -330,7 +311,7 @@ func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 			u.f.activate(q)
 			return statusPaused
 		}
-		rop := opcodeFor(q.typ, op, i, npkt)
+		rop, _ := seg.Opcode(i)
 		last := i == npkt-1
 		t := q.header(rop, u.sqPSN, last && q.wantAck(pos, u.sqPSN), q.destQPN)
 		if rop.Layout().Has(roce.ExtRETH) {
@@ -430,7 +411,7 @@ func (q *qp) sendUD(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	if total > uint64(u.mtu) {
 		return verbsio.StatusLocLenErr
 	}
-	op := opcodeFor(q.typ, verbsio.Opcode(w.Opcode), 0, 1)
+	op := onlyOpcode(q.typ, verbsio.Opcode(w.Opcode))
 	n := int(total)
 	t := q.header(op, u.sqPSN, false, w.UDQPN)
 	qkey := w.UDQKey
