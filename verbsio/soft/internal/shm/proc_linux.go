@@ -133,26 +133,17 @@ func (p *Proc) Close() error {
 // process_vm_writev. iov and riov are caller-provided scratch (one entry
 // each) so the call does not allocate.
 func (p *Proc) WriteAt(addr uint64, local []byte, iov []unix.Iovec, riov []unix.RemoteIovec) error {
-	if len(local) == 0 {
-		return nil
-	}
-	iov[0].Base = unsafe.SliceData(local)
-	iov[0].SetLen(len(local))
-	riov[0].Base = uintptr(addr)
-	riov[0].Len = len(local)
-	n, err := unix.ProcessVMWritev(p.pid, iov[:1], riov[:1], 0)
-	iov[0].Base = nil
-	if err != nil {
-		return err
-	}
-	if n != len(local) {
-		return unix.EFAULT
-	}
-	return nil
+	return p.vm(unix.ProcessVMWritev, local, addr, iov, riov)
 }
 
 // ReadAt copies the peer's memory at addr into local with process_vm_readv.
 func (p *Proc) ReadAt(local []byte, addr uint64, iov []unix.Iovec, riov []unix.RemoteIovec) error {
+	return p.vm(unix.ProcessVMReadv, local, addr, iov, riov)
+}
+
+// vm moves len(local) bytes between local and the peer's addr with rw
+// (process_vm_readv or process_vm_writev); a short transfer is EFAULT.
+func (p *Proc) vm(rw func(int, []unix.Iovec, []unix.RemoteIovec, uint) (int, error), local []byte, addr uint64, iov []unix.Iovec, riov []unix.RemoteIovec) error {
 	if len(local) == 0 {
 		return nil
 	}
@@ -160,7 +151,7 @@ func (p *Proc) ReadAt(local []byte, addr uint64, iov []unix.Iovec, riov []unix.R
 	iov[0].SetLen(len(local))
 	riov[0].Base = uintptr(addr)
 	riov[0].Len = len(local)
-	n, err := unix.ProcessVMReadv(p.pid, iov[:1], riov[:1], 0)
+	n, err := rw(p.pid, iov[:1], riov[:1], 0)
 	iov[0].Base = nil
 	if err != nil {
 		return err
