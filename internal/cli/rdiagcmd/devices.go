@@ -73,6 +73,21 @@ func (inv *inventory) selectDevices(name string) ([]device, error) {
 	return []device{d}, nil
 }
 
+// argDevices loads the inventory and selects the device a command's
+// optional DEV argument names, or every device without one.
+func (o *options) argDevices(args []string) (*inventory, []device, error) {
+	inv, err := o.loadInventory()
+	if err != nil {
+		return nil, nil, err
+	}
+	name := ""
+	if len(args) == 1 {
+		name = args[0]
+	}
+	devs, err := inv.selectDevices(name)
+	return inv, devs, err
+}
+
 // loadInventory lists the built-in engine's devices through verbsio and
 // the kernel's from the --sysfs tree. Kernel devices that the ibverbs
 // provider also lists (only when --sysfs is this machine's /sys) carry its

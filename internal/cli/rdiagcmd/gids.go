@@ -51,15 +51,7 @@ perftest picks by itself (no -x) is marked with "*": the highest score of
 (not link-local), +2 for RoCE v2 (+1 v1), the lowest index on a tie.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			inv, err := o.loadInventory()
-			if err != nil {
-				return err
-			}
-			name := ""
-			if len(args) == 1 {
-				name = args[0]
-			}
-			devs, err := inv.selectDevices(name)
+			inv, devs, err := o.argDevices(args)
 			if err != nil {
 				return err
 			}

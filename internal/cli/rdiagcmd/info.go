@@ -367,19 +367,11 @@ through libibverbs in the ibverbs build). A field that cannot be known says
 why instead of printing zero. Without DEV, every device is shown.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			inv, err := o.loadInventory()
+			inv, devs, err := o.argDevices(args)
 			if err != nil {
 				return err
 			}
-			name := ""
-			if len(args) == 1 {
-				name = args[0]
-			}
-			devs, err := inv.selectDevices(name)
-			if err != nil {
-				return err
-			}
-			return o.runInfo(cmd.OutOrStdout(), inv, devs, verbose, name != "")
+			return o.runInfo(cmd.OutOrStdout(), inv, devs, verbose, len(args) == 1)
 		},
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every ibv_devinfo -v field, GIDs included")

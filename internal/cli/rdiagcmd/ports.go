@@ -44,15 +44,7 @@ port is derived from its netdev's MTU and marked so; without a verbs query
 the max MTU is unknown (except rxe's, a driver constant).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			inv, err := o.loadInventory()
-			if err != nil {
-				return err
-			}
-			name := ""
-			if len(args) == 1 {
-				name = args[0]
-			}
-			devs, err := inv.selectDevices(name)
+			inv, devs, err := o.argDevices(args)
 			if err != nil {
 				return err
 			}
