@@ -234,11 +234,13 @@ func (c *Completions) Poll(wcs []verbsio.WC) (int, error) {
 			}
 			wcs[i] = verbsio.WC{ID: id, Status: verbsio.StatusSuccess, Opcode: verbsio.WCSend}
 		}
-		var ce *verbsio.CompletionError
-		if errors.As(err, &ce) && n < len(wcs) {
-			wcs[n] = ce.WC
-			c.ids.pop()
-			return n + 1, nil
+		if err != nil { // only then: errors.As makes its target escape
+			var ce *verbsio.CompletionError
+			if errors.As(err, &ce) && n < len(wcs) {
+				wcs[n] = ce.WC
+				c.ids.pop()
+				return n + 1, nil
+			}
 		}
 		return n, err
 	case c.count != nil:

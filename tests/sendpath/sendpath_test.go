@@ -346,6 +346,13 @@ func TestDeviceMemorySession(t *testing.T) {
 			if got, _ := s.PeekByte(q.SendOff + 62); got != 0 {
 				t.Errorf("the word's other bytes: %q, want 0", got)
 			}
+			// They are the dm path's ping-pong: no allocation.
+			if a := testing.AllocsPerRun(100, func() {
+				s.StoreByte(q.SendOff+63, 'd')
+				s.PeekByte(q.SendOff + 63)
+			}); a != 0 {
+				t.Errorf("StoreByte and PeekByte: %v allocations", a)
+			}
 			if err := s.Barrier(ctx, 0); err != nil {
 				return err
 			}
@@ -361,4 +368,80 @@ func TestDeviceMemorySession(t *testing.T) {
 			}
 			return s.Barrier(ctx, 0)
 		})
+}
+
+// Posting, polling and reposting by every path allocate nothing: the
+// client posts and waits for its completion, the server waits for the
+// receive and reposts it, AllocsPerRun times each (plus its warm-up run).
+func TestNoAllocations(t *testing.T) {
+	spec := session.Spec{Verb: session.Send, Type: verbsio.QPTypeRC, MaxSize: 64, TxDepth: 8, RxDepth: 16, Inline: 64,
+		Params: cm.Params{Test: "allocs"}}
+	const runs = 100
+	for _, p := range []Path{Generic, Burst, Inline, DV} {
+		t.Run(p.String(), func(t *testing.T) {
+			check := func(side string, allocs float64, failed error) error {
+				if failed != nil {
+					return failed
+				}
+				if allocs != 0 {
+					t.Errorf("%s: %v allocations per run", side, allocs)
+				}
+				return nil
+			}
+			pair(t, spec,
+				func(ctx context.Context, s *session.Session) error {
+					q := s.QPs[0]
+					rx, err := NewReceiver(p, s, q)
+					if err != nil {
+						return err
+					}
+					defer rx.Release()
+					rc, err := NewCompletions(p, s, s.RecvCQ, nil)
+					if err != nil {
+						return err
+					}
+					w := s.NewWaiter(ctx, "a receive", false)
+					var failed error
+					allocs := testing.AllocsPerRun(runs, func() {
+						if _, err := rc.Wait(w, "a receive"); err != nil && failed == nil {
+							failed = err
+						}
+						rx.RepostLater()
+						if err := rx.Flush(); err != nil && failed == nil {
+							failed = err
+						}
+					})
+					return check("receiver", allocs, failed)
+				},
+				func(ctx context.Context, s *session.Session) error {
+					q := s.QPs[0]
+					tx, err := NewSender(p, s, q)
+					if err != nil {
+						return err
+					}
+					defer tx.Release()
+					comp, err := NewCompletions(p, s, s.SendCQ, tx)
+					if err != nil {
+						return err
+					}
+					defer comp.Release()
+					sge := []verbsio.SGE{s.MR.SGE(q.SendOff, 64)}
+					wr := []verbsio.SendWR{{ID: 1, Opcode: verbsio.OpSend, Flags: verbsio.SendSignaled, SGL: sge}}
+					if p == Inline {
+						wr[0].Flags |= verbsio.SendInline
+					}
+					w := s.NewWaiter(ctx, "a completion", false)
+					var failed error
+					allocs := testing.AllocsPerRun(runs, func() {
+						if err := tx.Post(wr); err != nil && failed == nil {
+							failed = err
+						}
+						if _, err := comp.Wait(w, "a SEND"); err != nil && failed == nil {
+							failed = err
+						}
+					})
+					return check("sender", allocs, failed)
+				})
+		})
+	}
 }
