@@ -64,9 +64,10 @@ func (s *Session) StoreByte(off int, b byte) error {
 		s.Buf[off] = b
 		return nil
 	}
-	var w [4]byte
+	w := s.dmWord[:]
+	clear(w)
 	w[off&3] = b
-	return s.DM.CopyTo(off&^3, w[:])
+	return s.DM.CopyTo(off&^3, w)
 }
 
 // PeekByte reads the byte at offset off of the message buffers, for
@@ -77,8 +78,8 @@ func (s *Session) PeekByte(off int) (byte, error) {
 	if s.DM == nil {
 		return LoadByte(s.Buf, off), nil
 	}
-	var w [4]byte
-	if err := s.DM.CopyFrom(w[:], off&^3); err != nil {
+	w := s.dmWord[:]
+	if err := s.DM.CopyFrom(w, off&^3); err != nil {
 		return 0, err
 	}
 	return w[off&3], nil

@@ -168,6 +168,7 @@ type Session struct {
 	MR     *verbsio.MR
 	Buf    []byte      // host memory; nil with Spec.DeviceMemory
 	DM     *verbsio.DM // device memory with Spec.DeviceMemory
+	dmWord [4]byte     // scratch of StoreByte and PeekByte (devmem.go)
 	SendCQ *verbsio.CQ
 	RecvCQ *verbsio.CQ // SEND tests; SendCQ otherwise
 	QPs    []*QP
