@@ -99,8 +99,8 @@ func runChild(role string) int {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2
 	}
-	if role == "udpsink" {
-		return udpSink(line)
+	if role == "udpsink" || role == "udpsink-gro" {
+		return udpSink(line, role == "udpsink-gro")
 	}
 	size := 1 << 20
 	if v := os.Getenv("RPERF_SOFT_SIZE"); v != "" {
@@ -122,7 +122,7 @@ func runChild(role string) int {
 	}
 	fmt.Println("ready")
 	switch role {
-	case "udpsink":
+	case "udpsink", "udpsink-gro":
 		// Handled before the context exists (see runChild).
 	case "target":
 		// A passive target; on a fabric that needs it, the engine runs in
@@ -262,11 +262,15 @@ func writePong(s *childSide, remote verbsio.Endpoint, base, m, size int) error {
 	return nil
 }
 
-// udpSink counts the bytes of datagrams it receives. On "reset" it starts
-// over (answering "ok"); on "report" it prints the bytes, the datagrams and
-// the time from the first to the last; on "exit" it ends.
-func udpSink(line func() string) int {
+// udpSink counts the bytes of datagrams it receives, with GRO (as the
+// engine receives) when gro is set. On "reset" it starts over (answering
+// "ok"); on "report" it prints the bytes, the datagrams and the time from
+// the first to the last; on "exit" it ends.
+func udpSink(line func() string, gro bool) int {
 	c, err := udp.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+	if err == nil && gro {
+		err = c.EnableGRO()
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2
@@ -305,6 +309,9 @@ func udpSink(line func() string) int {
 		for _, d := range in {
 			bytes += int64(d.N)
 			dgrams++
+			if d.Seg > 0 {
+				dgrams += int64((d.N - 1) / d.Seg)
+			}
 		}
 		last = time.Now()
 	}
