@@ -148,3 +148,77 @@ func TestGatherGSO(t *testing.T) {
 		}
 	}
 }
+
+// TestGRO sends a GSO run and single datagrams to a socket with GRO: the
+// run arrives whole with its datagram size in Seg, and cutting it there
+// gives back every datagram; a single datagram has Seg 0 or its own size.
+func TestGRO(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1", "::1"} {
+		t.Run(addr, func(t *testing.T) {
+			a, err := Listen(netip.AddrPortFrom(netip.MustParseAddr(addr), 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			b, err := Listen(netip.AddrPortFrom(netip.MustParseAddr(addr), 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if err := b.EnableGRO(); err != nil {
+				t.Fatalf("EnableGRO: %v (UDP_GRO needs Linux 5.0)", err)
+			}
+			run := make([]byte, 5*1000+300)
+			for i := range run {
+				run[i] = byte(i / 1000)
+			}
+			o := a.Queue()
+			o.Buf, o.To, o.GSO = run, b.LocalAddr(), 1000
+			o = a.Queue()
+			o.Buf, o.To = []byte("single"), b.LocalAddr()
+			if err := a.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			var got [][]byte
+			coalesced := false
+			deadline := time.Now().Add(2 * time.Second)
+			for len(got) < 7 && time.Now().Before(deadline) {
+				in, err := b.Recv()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range in {
+					if d.Seg == 0 || d.Seg >= d.N {
+						got = append(got, append([]byte(nil), d.Buf[:d.N]...))
+						continue
+					}
+					coalesced = true
+					if d.Seg != 1000 {
+						t.Errorf("Seg %d, want 1000", d.Seg)
+					}
+					for off := 0; off < d.N; off += d.Seg {
+						got = append(got, append([]byte(nil), d.Buf[off:min(off+d.Seg, d.N)]...))
+					}
+				}
+				if len(in) == 0 {
+					b.Wait(50 * time.Millisecond)
+				}
+			}
+			if len(got) != 7 {
+				t.Fatalf("received %d datagrams, want 7", len(got))
+			}
+			if !coalesced {
+				t.Error("the GSO run arrived cut into datagrams: GRO did not coalesce it")
+			}
+			for i := 0; i < 6; i++ {
+				want := run[i*1000 : min((i+1)*1000, len(run))]
+				if !bytes.Equal(got[i], want) {
+					t.Errorf("datagram %d: %d bytes starting %d, want %d bytes of %d", i, len(got[i]), got[i][0], len(want), want[0])
+				}
+			}
+			if string(got[6]) != "single" {
+				t.Errorf("last datagram %q, want \"single\"", got[6])
+			}
+		})
+	}
+}
