@@ -262,7 +262,11 @@ func (c *pacingCmd) params() cm.Params {
 	add("-s", strconv.Itoa(cfg.Size), true)
 	rates := "sweep"
 	if cfg.Rates != nil {
-		rates = c.rates
+		rs := make([]string, len(cfg.Rates))
+		for i, r := range cfg.Rates {
+			rs[i] = strconv.FormatFloat(r, 'f', -1, 64)
+		}
+		rates = strings.Join(rs, ",")
 	} else {
 		add("--tolerance", strconv.FormatFloat(cfg.Tolerance, 'g', -1, 64), true)
 	}

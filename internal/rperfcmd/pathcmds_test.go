@@ -270,6 +270,9 @@ func TestPacingFlags(t *testing.T) {
 		!slices.Equal(cfg.Percentiles, []float64{50, 99}) || c.o.host != "host" {
 		t.Errorf("parsed %+v host %q", cfg, c.o.host)
 	}
+	if !slices.Contains(c.params().Fields, cm.Field{Flag: "--rates", Value: "1,10,2.5", Symmetric: true}) {
+		t.Errorf("params %+v: the rates as numbers, whatever the spacing", c.params().Fields)
+	}
 	if p := cfg.PlanRate(10); p.Excluded != 16 || p.Measured != 64 {
 		t.Errorf("plan %+v", p)
 	}
