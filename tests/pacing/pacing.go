@@ -342,6 +342,7 @@ func (r *runner) send(ctx context.Context, mbps float64, plan Plan) error {
 	}
 	r.sge[0] = s.MR.SGE(q.SendOff, cfg.Size)
 	tx := int64(min(cfg.TxDepth, q.Cap().MaxSendWR-1))
+	mod := min(cqMod, tx) // a window smaller than cqMod must still see completions
 	total := plan.Total()
 	capAt := clock.Now() + int64(plan.Cap)
 	w := newBusy(ctx, r.stall(), "the completions of our paced SENDs")
@@ -358,7 +359,7 @@ func (r *runner) send(ctx context.Context, mbps float64, plan Plan) error {
 			if k == total {
 				wr.Opcode, wr.Imm = verbsio.OpSendImm, session.StopImm
 			}
-			if k%cqMod == 0 || k == total {
+			if k%mod == 0 || k == total {
 				wr.Flags, wr.ID = verbsio.SendSignaled, uint64(k-lastSig)
 				lastSig = k
 			}

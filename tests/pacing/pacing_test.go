@@ -189,6 +189,18 @@ func TestPacedStream(t *testing.T) {
 	}
 }
 
+// A window smaller than the completion cadence still completes (every
+// message signaled).
+func TestSmallWindow(t *testing.T) {
+	cfg := Default()
+	cfg.Rates, cfg.RateBytes, cfg.TxDepth = []float64{500}, 256 << 10, 1
+	cfg.Params = cm.Params{Test: "pacing"}
+	_, cli := runPair(t, cfg)
+	if len(cli) != 1 || cli[0].Iterations != 64 {
+		t.Fatalf("records %+v", cli)
+	}
+}
+
 // The default sweep stops after the first rate the stream cannot follow,
 // and every rate ends within its cap.
 func TestDefaultSweepStops(t *testing.T) {
