@@ -193,7 +193,7 @@ func TestPacedStream(t *testing.T) {
 // message signaled).
 func TestSmallWindow(t *testing.T) {
 	cfg := Default()
-	cfg.Rates, cfg.RateBytes, cfg.TxDepth = []float64{500}, 256 << 10, 1
+	cfg.Rates, cfg.RateBytes, cfg.TxDepth = []float64{500}, 256<<10, 1
 	cfg.Params = cm.Params{Test: "pacing"}
 	_, cli := runPair(t, cfg)
 	if len(cli) != 1 || cli[0].Iterations != 64 {
