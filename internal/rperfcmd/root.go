@@ -43,7 +43,9 @@ server (TCP port 18515, -p). --loopback runs both sides on this host:
 
 Without -d, the built-in shared-memory device shm0 is used, so rperf runs on
 any Linux machine. rperf compare checks a run against a baseline (for CI),
-and rperf plot draws results as SVG.
+and rperf plot draws results as SVG. rperf paths, dm-lat and pacing compare
+the send paths (--path on every test): burst, inline, device memory, TSO
+and direct verbs against generic, and packet pacing's accuracy.
 
 Exit codes: 0 success, 1 the run failed, 2 wrong or conflicting flags (or
 peers started with different ones), 3 rperf compare found a regression,
