@@ -10,6 +10,14 @@
 // for concurrent use.
 package pace
 
+// LateTolerance is how late, in nanoseconds, a sender may come back to a
+// full bucket and keep its place in the schedule: the tokens of that
+// lateness stay in the bucket above its burst. A sender that polls a
+// little late for every packet (the bucket one packet deep) would
+// otherwise lose the lateness each time and fall short of the rate. A
+// bucket full for longer is idle and holds its burst exactly.
+const LateTolerance = 5_000
+
 // Bucket is a token bucket. The zero value is unlimited.
 type Bucket struct {
 	rate   uint64 // bytes per second; 0: unlimited
@@ -53,15 +61,20 @@ func (b *Bucket) refill(now int64) {
 	dt := now - b.last
 	b.last = now
 	limit := int64(b.burst) * 1e9
-	if dt > limit/int64(b.rate)+1 {
-		b.tokens = limit // idle long enough to fill (avoids overflow)
+	r := int64(b.rate)
+	if dt > (limit-b.tokens)/r+1+LateTolerance {
+		b.tokens = limit // idle long enough to pay any debt and fill (avoids overflow)
 		return
 	}
-	b.tokens = min(b.tokens+dt*int64(b.rate), limit)
+	t := b.tokens + dt*r
+	if t > limit+LateTolerance*r {
+		// Full for longer than the tolerance: the sender was idle, not
+		// late, and the bucket holds its burst and no more.
+		t = limit
+	}
+	b.tokens = t
 }
 
-// need is what a send of n bytes must find in the bucket: n, or the whole
-// burst for a send larger than it.
 func (b *Bucket) need(n uint64) int64 { return int64(min(n, b.burst)) * 1e9 }
 
 // Take spends n bytes if the bucket holds them at time now and reports

@@ -92,3 +92,63 @@ func TestLargerThanBurst(t *testing.T) {
 		t.Errorf("took %d ns, want %.0f", now, want)
 	}
 }
+
+// TestLateSenderKeepsSchedule: a sender one packet deep that comes back a
+// little late every time (under LateTolerance) keeps the exact rate; one
+// late by more lost the lateness (it was idle) but never bursts more than
+// the bucket.
+func TestLateSenderKeepsSchedule(t *testing.T) {
+	const pkt = 1000
+	cases := []struct {
+		late     int64
+		wantLoss bool
+	}{
+		{0, false}, {60, false}, {LateTolerance / 2, false}, {LateTolerance * 3, true},
+	}
+	for _, c := range cases {
+		b := New(8_000_000, pkt) // 1 byte per microsecond: 1 ms per packet
+		now := int64(0)
+		b.Take(pkt, now)
+		const n = 10000
+		for i := 1; i < n; i++ {
+			now += b.Wait(pkt, now) + c.late
+			if !b.Take(pkt, now) {
+				t.Fatalf("late %d: refused after waiting", c.late)
+			}
+			if b.tokens > int64(pkt)*1e9 {
+				t.Fatalf("late %d: %d byte-ns left after a packet, more than a burst", c.late, b.tokens)
+			}
+		}
+		want := int64(n-1) * 1_000_000
+		loss := now - want
+		if c.wantLoss && loss < int64(n-1)*c.late {
+			t.Errorf("late %d ns each time: %d ns behind the schedule, want the lateness lost", c.late, loss)
+		}
+		if !c.wantLoss && (loss < 0 || loss > c.late+1000) {
+			t.Errorf("late %d ns each time: %d ns behind the schedule after %d packets, want it kept", c.late, loss, n)
+		}
+	}
+}
+
+// TestDebt: sends larger than the burst drive the bucket into debt, which
+// later polls pay back however seldom they come (here every 5 ms, longer
+// than the burst takes to refill): the long-run rate holds.
+func TestDebt(t *testing.T) {
+	b := New(8_000_000, 4096) // 1 byte per microsecond
+	now := int64(0)
+	const big, n, poll = 65536, 100, 5_000_000
+	var last int64
+	for i := 0; i < n; {
+		if b.Take(big, now) {
+			last = now
+			i++
+		}
+		now += poll
+	}
+	// Each send leaves when the bucket is full again: 65536 us after
+	// the one before, give or take a poll.
+	want := int64(n-1) * big * 1000
+	if last < want || last > want+int64(n)*poll {
+		t.Errorf("%d sends of %d B at 1 B/us took %d ns, want about %d ns", n, big, last, want)
+	}
+}

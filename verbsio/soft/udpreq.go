@@ -734,6 +734,13 @@ func (q *qp) udpTick(t int64) {
 	if u.deadline != 0 && t >= u.deadline {
 		u.deadline = 0
 		if !u.ackOut {
+			if u.paceAt != 0 {
+				// The pacer holds the next packet back: it leaves
+				// soon and can ask then; a probe would only resend
+				// data through the same pacer, halving the rate.
+				q.arm()
+				return
+			}
 			// Tail probe: resend the last packet sent, asking for an
 			// acknowledgement. It costs no retry.
 			if last, ok := q.lastSentPSN(); ok && q.rewind(last) {
