@@ -54,9 +54,15 @@ func (q *cq) DVCQ() (dv.CQRing, error) {
 			c := q.ctx
 			c.lock()
 			defer c.unlock()
-			q.drive()
-			if st, _ := q.cons.Poll(&e); st != ring.Ready {
-				return false
+			// The engine's progress runs when the ring is empty, once
+			// per batch of completions as for CQ.Poll, not once per
+			// completion (on udp a progress pass is a receive).
+			st, _ := q.cons.Poll(&e)
+			if st != ring.Ready {
+				q.drive()
+				if st, _ = q.cons.Poll(&e); st != ring.Ready {
+					return false
+				}
 			}
 			q.deliver(&e, wc)
 			return true
