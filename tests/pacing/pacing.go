@@ -293,7 +293,13 @@ func (r *runner) run(ctx context.Context) ([]reports.Result, error) {
 		if !r.s.Server {
 			rep = cm.BWReport{Size: uint64(cfg.Size), Iters: uint64(res.Iterations), BWAvg: *res.AchievedMbps}
 		}
-		peer, err := r.s.Conn.ExchangeBWReport(ctx, rep)
+		// The engine serves the peer meanwhile: on a poll-driven fabric
+		// the acknowledgement of the last message is still owed.
+		var peer cm.BWReport
+		err = r.s.Serve(func() (err error) {
+			peer, err = r.s.Conn.ExchangeBWReport(ctx, rep)
+			return err
+		})
 		if err != nil {
 			return results, err
 		}
