@@ -38,6 +38,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/rperf/rperf/internal/clock"
@@ -88,15 +89,7 @@ func (t Test) Title() string { return testInfo[t].title }
 func (t Test) OneSided() bool { return t != Send }
 
 // Connections lists the transports the test runs over.
-func (t Test) Connections() []verbsio.QPType {
-	switch t {
-	case Send:
-		return []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC, verbsio.QPTypeUD}
-	case Write:
-		return []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC}
-	}
-	return []verbsio.QPType{verbsio.QPTypeRC}
-}
+func (t Test) Connections() []verbsio.QPType { return testInfo[t].verb.Connections() }
 
 // Info describes an established session.
 type Info = session.Info
@@ -116,7 +109,7 @@ const (
 	// unless set explicitly (perftest's MSG_SIZE_CQ_MOD_LIMIT).
 	CQModSizeLimit = 8192
 	// AtomicSize is the size of every atomic operation.
-	AtomicSize = 8
+	AtomicSize = session.AtomicSize
 	// UnreliableQuiet is how long a UC/UD receiver waits without traffic
 	// before it takes the missing messages as lost.
 	UnreliableQuiet = time.Second
@@ -221,35 +214,16 @@ func (c *Config) Check() error {
 	if int(c.Test) >= len(testInfo) {
 		return fmt.Errorf("unknown bandwidth test %d", c.Test)
 	}
-	ok := false
-	for _, t := range c.Test.Connections() {
-		ok = ok || t == c.Connection
-	}
-	if !ok {
+	if !slices.Contains(c.Test.Connections(), c.Connection) {
 		return fmt.Errorf("%s does not run over %s", c.Test.Name(), c.Connection)
 	}
-	if len(c.Sizes) == 0 {
-		return fmt.Errorf("no message size")
+	if err := session.CheckSizes(testInfo[c.Test].verb, c.Sizes); err != nil {
+		return err
 	}
-	for _, s := range c.Sizes {
-		if s < 1 {
-			return fmt.Errorf("message size %d is below 1", s)
-		}
-		if c.Test == Atomic && s != AtomicSize {
-			return fmt.Errorf("atomic operations move %d bytes, not %d", AtomicSize, s)
-		}
+	if err := session.CheckLength(c.Iterations, c.Warmup, c.Duration, c.Margin, "messages"); err != nil {
+		return err
 	}
 	switch {
-	case c.Duration < 0 || c.Margin < 0:
-		return fmt.Errorf("negative duration or margin")
-	case c.Duration > 0 && c.Duration <= 2*c.Margin:
-		return fmt.Errorf("duration %v is not longer than twice the margin %v", c.Duration, c.Margin)
-	case c.Duration == 0 && c.Iterations < 5:
-		return fmt.Errorf("%d iterations: at least 5 are needed", c.Iterations)
-	case c.Warmup < 0:
-		return fmt.Errorf("negative warm-up")
-	case c.Duration > 0 && c.Warmup > 0:
-		return fmt.Errorf("warm-up messages apply to iterations mode; duration mode has its margin")
 	case c.QPs < 1:
 		return fmt.Errorf("%d QPs: at least 1 is needed", c.QPs)
 	case c.TxDepth < 1:
@@ -289,24 +263,13 @@ func (t Test) PathTest(typ verbsio.QPType) sendpath.Test {
 	return sendpath.Test{Verb: testInfo[t].verb, Bandwidth: true, Type: typ}
 }
 
-// segmenter is the segmenter the QPs ask for.
-func (c *Config) segmenter() verbsio.Segmenter {
-	if c.Segmenter != verbsio.SegmentDefault {
-		return c.Segmenter
-	}
-	return c.Path.Segmenter()
-}
-
-// inline is the inline size the QPs ask for: none for READ and atomics
-// and on the dm path, every message on the inline path.
+// inline is the inline size the QPs ask for: none for READ and atomics,
+// else as the path has it (sendpath.Path.InlineSize).
 func (c *Config) inline(maxSize int) int {
-	switch {
-	case c.Test == Read || c.Test == Atomic || c.Path == sendpath.DM:
+	if c.Test == Read || c.Test == Atomic {
 		return 0
-	case c.Path == sendpath.Inline:
-		return max(c.Inline, maxSize)
 	}
-	return c.Inline
+	return c.Path.InlineSize(c.Inline, maxSize)
 }
 
 // ValidateBudget bounds the message buffers of a validated run
@@ -392,23 +355,11 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 		conn.Close()
 		return nil, fmt.Errorf("bandwidth test: %w", err)
 	}
-	maxSize := 0
-	for _, s := range cfg.Sizes {
-		maxSize = max(maxSize, s)
-	}
+	maxSize := slices.Max(cfg.Sizes)
 	inline := cfg.inline(maxSize)
-	if cfg.Path != sendpath.Generic {
-		attr, err := dev.QueryDevice()
-		if err == nil {
-			err = sendpath.CheckDevice(cfg.Path, attr, dev.Device.Name)
-		}
-		if err == nil && inline > attr.MaxInlineData {
-			err = fmt.Errorf("the inline path sends every message inline: %d bytes is more than %s's max_inline_data %d", inline, dev.Device.Name, attr.MaxInlineData)
-		}
-		if err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("bandwidth test: %w", err)
-		}
+	if err := sendpath.CheckOn(dev, cfg.Path, inline); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("bandwidth test: %w", err)
 	}
 	sendSlots, recvSlots := cfg.slots()
 	s, err := session.Open(ctx, dev, conn, session.Spec{
@@ -416,7 +367,7 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 		TxDepth: cfg.txDepth(), RxDepth: cfg.RxDepth, Inline: inline, OutReads: cfg.OutReads,
 		QPTimeout: cfg.QPTimeout, Port: cfg.Port, MTU: cfg.MTU, Params: cfg.Params, StallTimeout: cfg.StallTimeout,
 		GIDIndex: cfg.GIDIndex, IPv6: cfg.IPv6, SendSlots: sendSlots, RecvSlots: recvSlots,
-		DeviceMemory: cfg.Path == sendpath.DM, Segmenter: cfg.segmenter(),
+		DeviceMemory: cfg.Path == sendpath.DM, Segmenter: cfg.Path.QPSegmenter(cfg.Segmenter),
 	})
 	if err != nil {
 		return nil, err

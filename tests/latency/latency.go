@@ -34,6 +34,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/rperf/rperf/internal/clock"
@@ -89,15 +90,7 @@ func (t Test) RTTFactor() int { return testInfo[t].rtt }
 func (t Test) Passive() bool { return t == Read || t == Atomic }
 
 // Connections lists the transports the test runs over.
-func (t Test) Connections() []verbsio.QPType {
-	switch t {
-	case Send:
-		return []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC, verbsio.QPTypeUD}
-	case Write:
-		return []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC}
-	}
-	return []verbsio.QPType{verbsio.QPTypeRC}
-}
+func (t Test) Connections() []verbsio.QPType { return testInfo[t].verb.Connections() }
 
 // Info describes an established session.
 type Info = session.Info
@@ -115,7 +108,7 @@ const (
 	DefaultInlineSend  = 236
 	DefaultInlineUD    = 188
 	// AtomicSize is the size of every atomic operation.
-	AtomicSize = 8
+	AtomicSize = session.AtomicSize
 )
 
 // Config describes a latency test. Default gives perftest's defaults.
@@ -230,35 +223,16 @@ func (c *Config) Check() error {
 	if int(c.Test) >= len(testInfo) {
 		return fmt.Errorf("unknown latency test %d", c.Test)
 	}
-	ok := false
-	for _, t := range c.Test.Connections() {
-		ok = ok || t == c.Connection
-	}
-	if !ok {
+	if !slices.Contains(c.Test.Connections(), c.Connection) {
 		return fmt.Errorf("%s does not run over %s", c.Test.Name(), c.Connection)
 	}
-	if len(c.Sizes) == 0 {
-		return fmt.Errorf("no message size")
+	if err := session.CheckSizes(testInfo[c.Test].verb, c.Sizes); err != nil {
+		return err
 	}
-	for _, s := range c.Sizes {
-		if s < 1 {
-			return fmt.Errorf("message size %d is below 1", s)
-		}
-		if c.Test == Atomic && s != AtomicSize {
-			return fmt.Errorf("atomic operations move %d bytes, not %d", AtomicSize, s)
-		}
+	if err := session.CheckLength(c.Iterations, c.Warmup, c.Duration, c.Margin, "iterations"); err != nil {
+		return err
 	}
 	switch {
-	case c.Duration < 0 || c.Margin < 0:
-		return fmt.Errorf("negative duration or margin")
-	case c.Duration > 0 && c.Duration <= 2*c.Margin:
-		return fmt.Errorf("duration %v is not longer than twice the margin %v", c.Duration, c.Margin)
-	case c.Duration == 0 && c.Iterations < 5:
-		return fmt.Errorf("%d iterations: at least 5 are needed", c.Iterations)
-	case c.Warmup < 0:
-		return fmt.Errorf("negative warm-up")
-	case c.Duration > 0 && c.Warmup > 0:
-		return fmt.Errorf("warm-up iterations apply to iterations mode; duration mode has its margin")
 	case c.TxDepth < 1:
 		return fmt.Errorf("tx depth %d is below 1", c.TxDepth)
 	case c.Test == Send && c.RxDepth < 1:
@@ -284,24 +258,13 @@ func (t Test) PathTest(typ verbsio.QPType) sendpath.Test {
 	return sendpath.Test{Verb: testInfo[t].verb, Type: typ}
 }
 
-// segmenter is the segmenter the QPs ask for.
-func (c *Config) segmenter() verbsio.Segmenter {
-	if c.Segmenter != verbsio.SegmentDefault {
-		return c.Segmenter
-	}
-	return c.Path.Segmenter()
-}
-
-// inline is the inline size the QPs ask for: none for READ and atomics
-// and on the dm path, every message on the inline path.
+// inline is the inline size the QPs ask for: none for READ and atomics,
+// else as the path has it (sendpath.Path.InlineSize).
 func (c *Config) inline(maxSize int) int {
-	switch {
-	case c.Test.Passive() || c.Path == sendpath.DM:
+	if c.Test.Passive() {
 		return 0
-	case c.Path == sendpath.Inline:
-		return max(c.Inline, maxSize)
 	}
-	return c.Inline
+	return c.Path.InlineSize(c.Inline, maxSize)
 }
 
 // Run runs the test over conn on dev: the session setup, one run per size,
@@ -313,30 +276,18 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 		conn.Close()
 		return nil, fmt.Errorf("latency test: %w", err)
 	}
-	maxSize := 0
-	for _, s := range cfg.Sizes {
-		maxSize = max(maxSize, s)
-	}
+	maxSize := slices.Max(cfg.Sizes)
 	inline := cfg.inline(maxSize)
-	if cfg.Path != sendpath.Generic {
-		attr, err := dev.QueryDevice()
-		if err == nil {
-			err = sendpath.CheckDevice(cfg.Path, attr, dev.Device.Name)
-		}
-		if err == nil && inline > attr.MaxInlineData {
-			err = fmt.Errorf("the inline path sends every message inline: %d bytes is more than %s's max_inline_data %d", inline, dev.Device.Name, attr.MaxInlineData)
-		}
-		if err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("latency test: %w", err)
-		}
+	if err := sendpath.CheckOn(dev, cfg.Path, inline); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("latency test: %w", err)
 	}
 	s, err := session.Open(ctx, dev, conn, session.Spec{
 		Verb: testInfo[cfg.Test].verb, Type: cfg.Connection, QPs: 1, MaxSize: maxSize,
 		TxDepth: cfg.TxDepth, RxDepth: cfg.RxDepth, Inline: inline, OutReads: cfg.OutReads,
 		QPTimeout: cfg.QPTimeout, Port: cfg.Port, MTU: cfg.MTU, Params: cfg.Params, StallTimeout: cfg.StallTimeout,
 		GIDIndex: cfg.GIDIndex, IPv6: cfg.IPv6,
-		DeviceMemory: cfg.Path == sendpath.DM, Segmenter: cfg.segmenter(),
+		DeviceMemory: cfg.Path == sendpath.DM, Segmenter: cfg.Path.QPSegmenter(cfg.Segmenter),
 	})
 	if err != nil {
 		return nil, err

@@ -143,6 +143,49 @@ func CheckDevice(p Path, attr verbsio.DeviceAttr, dev string) error {
 	return fmt.Errorf("%s does not support the %s send path; it supports %s", dev, p, Names(sup))
 }
 
+// CheckOn checks, before a session opens on dev, that dev offers path p
+// (CheckDevice) and sends inline the inline bytes the QPs will ask for
+// (on the inline path, every message). The generic path asks nothing of
+// the device.
+func CheckOn(dev *verbsio.Context, p Path, inline int) error {
+	if p == Generic {
+		return nil
+	}
+	attr, err := dev.QueryDevice()
+	if err != nil {
+		return err
+	}
+	if err := CheckDevice(p, attr, dev.Device.Name); err != nil {
+		return err
+	}
+	if inline > attr.MaxInlineData {
+		return fmt.Errorf("the inline path sends every message inline: %d bytes is more than %s's max_inline_data %d", inline, dev.Device.Name, attr.MaxInlineData)
+	}
+	return nil
+}
+
+// InlineSize is the inline size the QPs of a test on path p ask for,
+// given the test's own (inline) and its largest message: none on the dm
+// path, every message on the inline path.
+func (p Path) InlineSize(inline, maxSize int) int {
+	switch p {
+	case DM:
+		return 0
+	case Inline:
+		return max(inline, maxSize)
+	}
+	return inline
+}
+
+// QPSegmenter is the segmenter the QPs of a test on path p ask for: seg
+// where the test sets one, else the path's own (Segmenter).
+func (p Path) QPSegmenter(seg verbsio.Segmenter) verbsio.Segmenter {
+	if seg != verbsio.SegmentDefault {
+		return seg
+	}
+	return p.Segmenter()
+}
+
 // Segmenter is the segmenter a QP of path p asks for by itself: the
 // kernel for tso, the provider's choice for every other path. A
 // comparison asks the engine for the others (see Config.Segmenter in

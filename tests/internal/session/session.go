@@ -47,6 +47,21 @@ func (v Verb) Opcode(atomic verbsio.Opcode) verbsio.Opcode {
 	return atomic
 }
 
+// Connections lists the transports the verb runs over: SEND over RC, UC
+// and UD, RDMA WRITE over RC and UC, READ and atomics over RC only.
+func (v Verb) Connections() []verbsio.QPType {
+	switch v {
+	case Send:
+		return []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC, verbsio.QPTypeUD}
+	case Write:
+		return []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC}
+	}
+	return []verbsio.QPType{verbsio.QPTypeRC}
+}
+
+// AtomicSize is the size of every atomic operation.
+const AtomicSize = 8
+
 // GRHSize is the space a UD receive needs before the payload for the
 // Global Routing Header.
 const GRHSize = 40
