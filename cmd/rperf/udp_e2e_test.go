@@ -251,19 +251,36 @@ func TestUDPNamespaces(t *testing.T) {
 }
 
 // TestUDPFaultyWire runs every command through a wire that drops,
-// duplicates, reorders and corrupts 4% of the RoCEv2 datagrams each way
+// duplicates, reorders and corrupts the RoCEv2 datagrams each way
 // (corruption past the BTH with the UDP checksum fixed, so that only the
 // ICRC can catch it), with a short QP timeout: every run completes with
 // its data verified, the engines retransmit, and their ICRC checks catch
 // the corrupted datagrams. The wire's faults are seeded; what they hit
 // depends on timing.
+//
+// The bandwidth tests get 10% of each fault. The latency tests get 10%
+// duplicates and reorders but 5% drops and corruptions: a ping-pong has
+// one packet in flight each way, so only the retransmission timer
+// repairs a loss, and an attempt (request and acknowledgement) fails
+// with probability 1-(1-d-c)^2. RC gives a message retry_cnt+1 = 8
+// attempts (7 is the most verbs allows), so at 10% drop and 10% corrupt
+// (an attempt fails 34% of the time) a message fails with probability
+// 0.34^8 = 1.9e-4, and some 1600 messages of four latency runs fail
+// together about one run in four, as the protocol says they must; at 5%
+// each it is 0.19^8 = 1.6e-6, once in 400 runs.
 func TestUDPFaultyWire(t *testing.T) {
 	pair := netns.Setup(t, netns.Options{Middle: true})
-	faults := faultrelay.Faults{Drop: 0.04, Duplicate: 0.04, Reorder: 0.04, Corrupt: 0.04,
-		CorruptFrom: 12, FixChecksum: true, MaxFaults: 400}
 	var retrans, icrc, corrupted uint64
 	for i, c := range commands {
 		t.Run(c, func(t *testing.T) {
+			// A held datagram waits 2 ms for a successor: with the
+			// default 20 ms, longer than the QP timeout, a reorder in a
+			// ping-pong (no successor comes) would be a loss.
+			faults := faultrelay.Faults{Drop: 0.10, Duplicate: 0.10, Reorder: 0.10, Corrupt: 0.10,
+				CorruptFrom: 12, FixChecksum: true, MaxFaults: 400, ReorderTimeout: 2 * time.Millisecond}
+			if strings.HasSuffix(c, "-lat") {
+				faults.Drop, faults.Corrupt = 0.05, 0.05
+			}
 			w, err := faultrelay.NewWire(pair.Mid, faultrelay.WireConfig{Seed: uint64(100 + i), Ports: []uint16{4791},
 				AtoB: faults, BtoA: faults, MaxDuration: time.Minute})
 			if err != nil {
