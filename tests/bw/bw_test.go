@@ -1,7 +1,6 @@
 package bw_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -10,23 +9,13 @@ import (
 	"github.com/rperf/rperf/tests/bw"
 	"github.com/rperf/rperf/tests/internal/pairtest"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 )
 
-func runPair(t *testing.T, srvCfg, cliCfg bw.Config) (srv, cli []reports.Result, srvErr, cliErr error) {
+// runPair runs cfg on both sides over shm0 and returns each side's
+// results; the test ends if either side fails.
+func runPair(t *testing.T, cfg bw.Config) (srv, cli []reports.Result) {
 	t.Helper()
-	srvErr, cliErr = pairtest.Run(t, 60*time.Second,
-		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-			var err error
-			srv, err = bw.Run(ctx, dev, conn, srvCfg)
-			return err
-		},
-		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-			var err error
-			cli, err = bw.Run(ctx, dev, conn, cliCfg)
-			return err
-		})
-	return srv, cli, srvErr, cliErr
+	return pairtest.MustResults(t, pairtest.Shm0, bw.Run, cfg, cfg)
 }
 
 func TestEveryTestAndTransport(t *testing.T) {
@@ -45,10 +34,7 @@ func TestEveryTestAndTransport(t *testing.T) {
 					if test != bw.Atomic {
 						cfg.Sizes = []int{2, 4096}
 					}
-					srv, cli, srvErr, cliErr := runPair(t, cfg, cfg)
-					if srvErr != nil || cliErr != nil {
-						t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-					}
+					srv, cli := runPair(t, cfg)
 					for side, rs := range map[string][]reports.Result{"client": cli, "server": srv} {
 						if len(rs) != len(cfg.Sizes) {
 							t.Fatalf("%s: %d results, want %d", side, len(rs), len(cfg.Sizes))
@@ -115,10 +101,7 @@ func TestQueueing(t *testing.T) {
 			cfg.Iterations = 300
 			cfg.Sizes = []int{1024}
 			c.mod(&cfg)
-			srv, cli, srvErr, cliErr := runPair(t, cfg, cfg)
-			if srvErr != nil || cliErr != nil {
-				t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-			}
+			srv, cli := runPair(t, cfg)
 			want := int64(cfg.Iterations * cfg.QPs)
 			if cli[0].Iterations != want || srv[0].Iterations != want {
 				t.Errorf("iterations: client %d, server %d, want %d", cli[0].Iterations, srv[0].Iterations, want)
@@ -150,10 +133,7 @@ func TestDurationMode(t *testing.T) {
 				cfg.Sizes = []int{4096}
 				cfg.QPs = 2
 				cfg.Bidirectional = bidir
-				srv, cli, srvErr, cliErr := runPair(t, cfg, cfg)
-				if srvErr != nil || cliErr != nil {
-					t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-				}
+				srv, cli := runPair(t, cfg)
 				for side, r := range map[string]reports.Result{"client": cli[0], "server": srv[0]} {
 					if r.Mode != reports.ModeDuration || r.Iterations < 100 || r.PeakStatus == reports.PeakMeasured || r.BWAvgMiBps <= 0 {
 						t.Errorf("%s: %+v %+v", side, r, r.Bandwidth)
@@ -221,10 +201,7 @@ func TestUnreliableLoss(t *testing.T) {
 	cfg.Sizes = []int{1024}
 	cfg.Iterations = 2000
 	cfg.RxDepth = 1
-	srv, cli, srvErr, cliErr := runPair(t, cfg, cfg)
-	if srvErr != nil || cliErr != nil {
-		t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-	}
+	srv, cli := runPair(t, cfg)
 	s, c := srv[0], cli[0]
 	if s.LostMessages == 0 || s.Iterations+s.LostMessages != 2000 || s.PeakStatus != reports.PeakReceiver {
 		t.Errorf("receiver: %d received, %d lost, peak %s", s.Iterations, s.LostMessages, s.PeakStatus)

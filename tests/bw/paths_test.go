@@ -1,7 +1,6 @@
 package bw_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,13 +8,10 @@ import (
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/bw"
 	"github.com/rperf/rperf/tests/internal/pairtest"
-	"github.com/rperf/rperf/tests/internal/session"
 	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/cm"
 )
-
-var verbs = [...]session.Verb{bw.Send: session.Send, bw.Write: session.Write, bw.Read: session.Read, bw.Atomic: session.Atomic}
 
 // Every send path that applies to a test runs it on shm0, in iterations
 // mode with a post list (burst and dv batch it), in duration mode (the
@@ -23,7 +19,7 @@ var verbs = [...]session.Verb{bw.Send: session.Send, bw.Write: session.Write, bw
 func TestSendPaths(t *testing.T) {
 	for _, test := range bw.Tests {
 		for _, path := range sendpath.All {
-			if path == sendpath.TSO || sendpath.Applies(path, sendpath.Test{Verb: verbs[test], Bandwidth: true, Type: verbsio.QPTypeRC}) != nil {
+			if path == sendpath.TSO || sendpath.Applies(path, test.PathTest(verbsio.QPTypeRC)) != nil {
 				continue
 			}
 			for _, mode := range []string{"iterations", "duration", "bidirectional"} {
@@ -48,10 +44,7 @@ func TestSendPaths(t *testing.T) {
 						cfg.Bidirectional = true
 					}
 					cfg.Params = cm.Params{Test: test.Command()}
-					srv, cli, srvErr, cliErr := runPair(t, cfg, cfg)
-					if srvErr != nil || cliErr != nil {
-						t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-					}
+					srv, cli := runPair(t, cfg)
 					for side, rs := range map[string][]reports.Result{"client": cli, "server": srv} {
 						if len(rs) != len(cfg.Sizes) {
 							t.Fatalf("%s: %d results, want %d", side, len(rs), len(cfg.Sizes))
@@ -98,7 +91,7 @@ func TestSendPathRefusals(t *testing.T) {
 	// shm0 moves no packets: no tso.
 	cfg := bw.Default(bw.Send)
 	cfg.Path, cfg.Iterations = sendpath.TSO, 10
-	_, _, _, cliErr := runPair(t, cfg, cfg)
+	_, _, _, cliErr := pairtest.Results(t, pairtest.Shm0, bw.Run, cfg, cfg)
 	if cliErr == nil || !strings.Contains(cliErr.Error(), "shm0 does not support the tso send path; it supports generic, burst, inline, dm, dv") {
 		t.Errorf("tso on shm0: %v", cliErr)
 	}
@@ -108,15 +101,7 @@ func TestSendPathRefusals(t *testing.T) {
 // process on their own UDP ports): the tso path has the kernel cut the
 // packets (UDP GSO) where generic has the engine cut them.
 func TestSendPathsOnUDP(t *testing.T) {
-	open := func() (*verbsio.Context, error) {
-		return verbsio.OpenWith("udp_lo", verbsio.OpenOptions{UDPPort: -1})
-	}
-	probe, err := open()
-	if err != nil {
-		t.Skipf("no udp_lo device: %v", err)
-	}
-	attr, _ := probe.QueryDevice()
-	probe.Close()
+	attr := pairtest.UDPLoopbackAttr(t)
 	for _, path := range sendpath.Supported(attr) {
 		t.Run(path.String(), func(t *testing.T) {
 			cfg := bw.Default(bw.Send)
@@ -125,20 +110,7 @@ func TestSendPathsOnUDP(t *testing.T) {
 				cfg.Sizes = []int{1000}
 			}
 			cfg.Params = cm.Params{Test: "send-bw"}
-			var cli []reports.Result
-			srvErr, cliErr := pairtest.RunOn(t, 60*time.Second, open,
-				func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-					_, err := bw.Run(ctx, dev, conn, cfg)
-					return err
-				},
-				func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-					var err error
-					cli, err = bw.Run(ctx, dev, conn, cfg)
-					return err
-				})
-			if srvErr != nil || cliErr != nil {
-				t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-			}
+			_, cli := pairtest.MustResults(t, pairtest.UDPLoopback, bw.Run, cfg, cfg)
 			if len(cli) != 1 || cli[0].Path != path.String() || cli[0].Iterations != 200 || cli[0].BWAvgGbps <= 0 {
 				t.Fatalf("client: %+v", cli)
 			}

@@ -1,7 +1,6 @@
 package bw_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,34 +8,12 @@ import (
 	"github.com/rperf/rperf/tests/bw"
 	"github.com/rperf/rperf/tests/internal/pairtest"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 )
-
-func runOn(t *testing.T, open func() (*verbsio.Context, error), srvCfg, cliCfg bw.Config) (srvErr, cliErr error) {
-	t.Helper()
-	return pairtest.RunOn(t, 60*time.Second, open,
-		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-			_, err := bw.Run(ctx, dev, conn, srvCfg)
-			return err
-		},
-		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-			_, err := bw.Run(ctx, dev, conn, cliCfg)
-			return err
-		})
-}
-
-var devices = map[string]func() (*verbsio.Context, error){
-	"shm0": func() (*verbsio.Context, error) { return verbsio.Open("shm0") },
-	// A free UDP port, so that both sides share the host.
-	"udp_lo": func() (*verbsio.Context, error) {
-		return verbsio.OpenWith("udp_lo", verbsio.OpenOptions{UDPPort: -1})
-	},
-}
 
 // TestValidate runs every test, transport and direction with data
 // validation on shm0 and on the udp fabric over loopback.
 func TestValidate(t *testing.T) {
-	for dev, open := range devices {
+	for dev, open := range pairtest.Devices() {
 		for _, test := range bw.Tests {
 			for _, conn := range test.Connections() {
 				for _, bidir := range []bool{false, true} {
@@ -72,9 +49,7 @@ func TestValidate(t *testing.T) {
 									cfg.Sizes = []int{700}
 								}
 							}
-							if srvErr, cliErr := runOn(t, open, cfg, cfg); srvErr != nil || cliErr != nil {
-								t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-							}
+							pairtest.MustResults(t, open, bw.Run, cfg, cfg)
 						})
 					}
 				}
@@ -95,9 +70,7 @@ func TestValidateDuration(t *testing.T) {
 			if test != bw.Atomic {
 				cfg.Sizes = []int{512}
 			}
-			if srvErr, cliErr := runOn(t, devices["shm0"], cfg, cfg); srvErr != nil || cliErr != nil {
-				t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-			}
+			pairtest.MustResults(t, pairtest.Shm0, bw.Run, cfg, cfg)
 		})
 	}
 }
@@ -129,7 +102,7 @@ func TestValidateCatches(t *testing.T) {
 			} else {
 				cliCfg.Validate = true
 			}
-			srvErr, cliErr := runOn(t, devices["shm0"], srvCfg, cliCfg)
+			_, _, srvErr, cliErr := pairtest.Results(t, pairtest.Shm0, bw.Run, srvCfg, cliCfg)
 			err := cliErr
 			if c.serverChecks {
 				err = srvErr

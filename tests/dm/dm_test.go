@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/dm"
+	"github.com/rperf/rperf/tests/internal/comparetest"
 	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/tests/paths"
 	"github.com/rperf/rperf/verbsio"
@@ -59,37 +59,13 @@ func TestBufferBytesAndFit(t *testing.T) {
 // Both sides of a write_lat comparison over shm0: each size gives a
 // host-memory record and a device-memory one, with ratio and verdict.
 func TestRun(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	opts := cm.Options{IOTimeout: 30 * time.Second, DialTimeout: 5 * time.Second, RetryInterval: time.Millisecond}
-	ln, err := cm.Listen(ctx, "127.0.0.1:0", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	cfg := dm.Default(latency.Write)
 	cfg.Latency.Sizes, cfg.Latency.Iterations, cfg.Repetitions = []int{8, 1024}, 200, 3
 	cfg.Latency.Params = cm.Params{Test: "dm-lat write-lat"}
-	side := func(connect paths.Connector) ([]reports.Result, error) {
-		dev, err := verbsio.Open("shm0")
-		if err != nil {
-			return nil, err
-		}
-		defer dev.Close()
+	side := func(ctx context.Context, dev *verbsio.Context, connect paths.Connector) ([]reports.Result, error) {
 		return dm.Run(ctx, dev, connect, cfg)
 	}
-	var srv []reports.Result
-	done := make(chan error, 1)
-	go func() {
-		var err error
-		srv, err = side(paths.Relisten(ln, opts, 10*time.Second, 10*time.Second))
-		done <- err
-	}()
-	addr := ln.Addr().String()
-	cli, err := side(func(ctx context.Context) (*cm.Conn, error) { return cm.Dial(ctx, addr, opts) })
-	if serr := <-done; err != nil || serr != nil {
-		t.Fatalf("client: %v; server: %v", err, serr)
-	}
+	srv, cli := comparetest.Run(t, side, side)
 	for side, rs := range map[string][]reports.Result{"client": cli, "server": srv} {
 		if len(rs) != 4 {
 			t.Fatalf("%s: %d records, want 4", side, len(rs))
@@ -109,7 +85,7 @@ func TestRun(t *testing.T) {
 	big.Latency.Sizes = []int{200 << 10}
 	dev, _ := verbsio.Open("shm0")
 	defer dev.Close()
-	_, err = dm.Run(ctx, dev, func(context.Context) (*cm.Conn, error) { t.Fatal("connected"); return nil, nil }, big)
+	_, err := dm.Run(context.Background(), dev, func(context.Context) (*cm.Conn, error) { t.Fatal("connected"); return nil, nil }, big)
 	if err == nil || !strings.Contains(err.Error(), "need 409600 bytes of device memory, more than shm0's 262144") {
 		t.Errorf("200 KiB: %v", err)
 	}

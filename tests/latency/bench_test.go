@@ -11,7 +11,6 @@ import (
 	"github.com/rperf/rperf/tests/internal/pairtest"
 	"github.com/rperf/rperf/tests/internal/session"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 )
 
 // BenchmarkIterationOverhead measures what rperf itself adds to every
@@ -82,17 +81,7 @@ func engineRTT(b *testing.B) float64 {
 		cfg := Default(Write)
 		cfg.Iterations = 20000
 		cfg.Percentiles = []float64{50}
-		var res []reports.Result
-		side := func(out *[]reports.Result) pairtest.Side {
-			return func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-				r, err := Run(ctx, dev, conn, cfg)
-				if out != nil {
-					*out = r
-				}
-				return err
-			}
-		}
-		serr, cerr := pairtest.Run(b, time.Minute, side(nil), side(&res))
+		_, res, serr, cerr := pairtest.Results(b, pairtest.Shm0, Run, cfg, cfg)
 		if serr != nil || cerr != nil || len(res) != 1 {
 			b.Logf("engine round trip not measured: server %v, client %v", serr, cerr)
 			return

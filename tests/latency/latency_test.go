@@ -1,7 +1,6 @@
 package latency_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -13,21 +12,11 @@ import (
 	"github.com/rperf/rperf/verbsio/cm"
 )
 
-// runPair runs cfg on both sides and returns each side's results.
-func runPair(t *testing.T, srvCfg, cliCfg latency.Config) (srv, cli []reports.Result, srvErr, cliErr error) {
+// runPair runs cfg on both sides over shm0 and returns each side's
+// results; the test ends if either side fails.
+func runPair(t *testing.T, cfg latency.Config) (srv, cli []reports.Result) {
 	t.Helper()
-	srvErr, cliErr = pairtest.Run(t, 60*time.Second,
-		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-			var err error
-			srv, err = latency.Run(ctx, dev, conn, srvCfg)
-			return err
-		},
-		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-			var err error
-			cli, err = latency.Run(ctx, dev, conn, cliCfg)
-			return err
-		})
-	return srv, cli, srvErr, cliErr
+	return pairtest.MustResults(t, pairtest.Shm0, latency.Run, cfg, cfg)
 }
 
 func TestEveryTestAndTransport(t *testing.T) {
@@ -42,10 +31,7 @@ func TestEveryTestAndTransport(t *testing.T) {
 					cfg.Sizes = []int{2, 64, 4096}
 				}
 				cfg.Params = cm.Params{Test: test.Command()}
-				srv, cli, srvErr, cliErr := runPair(t, cfg, cfg)
-				if srvErr != nil || cliErr != nil {
-					t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-				}
+				srv, cli := runPair(t, cfg)
 				check := func(side string, rs []reports.Result) {
 					if len(rs) != len(cfg.Sizes) {
 						t.Fatalf("%s: %d results, want %d", side, len(rs), len(cfg.Sizes))
@@ -89,10 +75,7 @@ func TestDurationMode(t *testing.T) {
 			cfg.Margin = 100 * time.Millisecond
 			cfg.Params = cm.Params{Test: test.Command()}
 			begin := time.Now()
-			srv, cli, srvErr, cliErr := runPair(t, cfg, cfg)
-			if srvErr != nil || cliErr != nil {
-				t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-			}
+			srv, cli := runPair(t, cfg)
 			if took := time.Since(begin); took < cfg.Duration {
 				t.Errorf("the run took %v, less than the duration %v", took, cfg.Duration)
 			}
@@ -128,10 +111,7 @@ func TestWarmupIsNotRecorded(t *testing.T) {
 	cfg := latency.Default(latency.Write)
 	cfg.Iterations = 20
 	cfg.Warmup = 30
-	_, cli, srvErr, cliErr := runPair(t, cfg, cfg)
-	if srvErr != nil || cliErr != nil {
-		t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-	}
+	_, cli := runPair(t, cfg)
 	if cli[0].Samples != 19 || cli[0].Iterations != 20 {
 		t.Errorf("samples %d iterations %d, want 19 and 20", cli[0].Samples, cli[0].Iterations)
 	}
@@ -142,7 +122,7 @@ func TestMismatchedSizeRefused(t *testing.T) {
 	srvCfg.Params = cm.Params{Test: "write-lat", Fields: []cm.Field{{Flag: "-s", Value: "64", Symmetric: true}}}
 	cliCfg := srvCfg
 	cliCfg.Params = cm.Params{Test: "write-lat", Fields: []cm.Field{{Flag: "-s", Value: "128", Symmetric: true}}}
-	_, _, srvErr, cliErr := runPair(t, srvCfg, cliCfg)
+	_, _, srvErr, cliErr := pairtest.Results(t, pairtest.Shm0, latency.Run, srvCfg, cliCfg)
 	for _, err := range []error{srvErr, cliErr} {
 		if err == nil || !strings.Contains(err.Error(), "peers disagree") {
 			t.Errorf("err = %v, want peers disagree", err)

@@ -1,14 +1,12 @@
 package latency_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/internal/pairtest"
-	"github.com/rperf/rperf/tests/internal/session"
 	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/verbsio"
@@ -20,7 +18,7 @@ import (
 func TestSendPaths(t *testing.T) {
 	for _, test := range latency.Tests {
 		for _, path := range sendpath.All {
-			if path == sendpath.TSO || sendpath.Applies(path, sendpath.Test{Verb: verbOf(test), Type: verbsio.QPTypeRC}) != nil {
+			if path == sendpath.TSO || sendpath.Applies(path, test.PathTest(verbsio.QPTypeRC)) != nil {
 				continue
 			}
 			t.Run(test.Name()+"/"+path.String(), func(t *testing.T) {
@@ -31,10 +29,7 @@ func TestSendPaths(t *testing.T) {
 					cfg.Sizes = []int{2, 1000}
 				}
 				cfg.Params = cm.Params{Test: test.Command()}
-				srv, cli, srvErr, cliErr := runPair(t, cfg, cfg)
-				if srvErr != nil || cliErr != nil {
-					t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-				}
+				srv, cli := runPair(t, cfg)
 				check := func(side string, rs []reports.Result) {
 					if len(rs) != len(cfg.Sizes) {
 						t.Fatalf("%s: %d results, want %d", side, len(rs), len(cfg.Sizes))
@@ -54,10 +49,6 @@ func TestSendPaths(t *testing.T) {
 	}
 }
 
-func verbOf(t latency.Test) session.Verb {
-	return [...]session.Verb{latency.Send: session.Send, latency.Write: session.Write, latency.Read: session.Read, latency.Atomic: session.Atomic}[t]
-}
-
 // Duration mode ends each ping-pong with a stop message, which the burst
 // and dv paths must carry too.
 func TestSendPathsDuration(t *testing.T) {
@@ -70,10 +61,7 @@ func TestSendPathsDuration(t *testing.T) {
 			cfg.Duration, cfg.Margin = 400*time.Millisecond, 100*time.Millisecond
 			cfg.Path = c.path
 			cfg.Params = cm.Params{Test: c.test.Command()}
-			_, cli, srvErr, cliErr := runPair(t, cfg, cfg)
-			if srvErr != nil || cliErr != nil {
-				t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-			}
+			_, cli := runPair(t, cfg)
 			if len(cli) != 1 || cli[0].Mode != reports.ModeDuration || cli[0].Samples < 10 {
 				t.Fatalf("client: %+v", cli)
 			}
@@ -123,7 +111,7 @@ func TestSendPathDeviceLimits(t *testing.T) {
 		cfg.Iterations = 10
 		cfg.Path, cfg.Sizes = c.path, c.sizes
 		cfg.Params = cm.Params{Test: "write-lat"}
-		_, _, srvErr, cliErr := runPair(t, cfg, cfg)
+		_, _, srvErr, cliErr := pairtest.Results(t, pairtest.Shm0, latency.Run, cfg, cfg)
 		if cliErr == nil || !strings.Contains(cliErr.Error(), c.want) {
 			t.Errorf("--path %s -s %v: client %v, want an error saying %q (server: %v)", c.path, c.sizes, cliErr, c.want, srvErr)
 		}
@@ -133,38 +121,17 @@ func TestSendPathDeviceLimits(t *testing.T) {
 // The paths run on the udp fabric too (udp_lo, both engines in this
 // process on their own UDP ports).
 func TestSendPathsOnUDP(t *testing.T) {
-	open := func() (*verbsio.Context, error) {
-		return verbsio.OpenWith("udp_lo", verbsio.OpenOptions{UDPPort: -1})
-	}
-	probe, err := open()
-	if err != nil {
-		t.Skipf("no udp_lo device: %v", err)
-	}
-	attr, _ := probe.QueryDevice()
-	probe.Close()
+	attr := pairtest.UDPLoopbackAttr(t)
 	for _, test := range []latency.Test{latency.Send, latency.Write} {
 		for _, path := range sendpath.Supported(attr) {
-			if sendpath.Applies(path, sendpath.Test{Verb: verbOf(test), Type: verbsio.QPTypeRC}) != nil {
+			if sendpath.Applies(path, test.PathTest(verbsio.QPTypeRC)) != nil {
 				continue
 			}
 			t.Run(test.Name()+"/"+path.String(), func(t *testing.T) {
 				cfg := latency.Default(test)
 				cfg.Path, cfg.Iterations, cfg.Sizes = path, 40, []int{64}
 				cfg.Params = cm.Params{Test: test.Command()}
-				var cli []reports.Result
-				srvErr, cliErr := pairtest.RunOn(t, 60*time.Second, open,
-					func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-						_, err := latency.Run(ctx, dev, conn, cfg)
-						return err
-					},
-					func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-						var err error
-						cli, err = latency.Run(ctx, dev, conn, cfg)
-						return err
-					})
-				if srvErr != nil || cliErr != nil {
-					t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-				}
+				_, cli := pairtest.MustResults(t, pairtest.UDPLoopback, latency.Run, cfg, cfg)
 				if len(cli) != 1 || cli[0].Path != path.String() || cli[0].Samples != 39 {
 					t.Fatalf("client: %+v", cli)
 				}

@@ -1,32 +1,20 @@
 package latency_test
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/internal/pairtest"
 	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/cm"
 )
 
-// udpLo opens udp_lo on a free UDP port, so both sides share the host.
-func udpLo() (*verbsio.Context, error) {
-	return verbsio.OpenWith("udp_lo", verbsio.OpenOptions{UDPPort: -1})
-}
-
 // TestValidate runs every test with data validation on shm0 and on the
 // udp fabric over loopback (where the passive sides run the engine in the
 // background and write_lat's memory spin polls it).
 func TestValidate(t *testing.T) {
-	devices := map[string]func() (*verbsio.Context, error){
-		"shm0":   func() (*verbsio.Context, error) { return verbsio.Open("shm0") },
-		"udp_lo": udpLo,
-	}
-	for dev, open := range devices {
+	for dev, open := range pairtest.Devices() {
 		for _, test := range latency.Tests {
 			for _, conn := range test.Connections() {
 				for _, op := range []verbsio.Opcode{verbsio.OpAtomicFetchAdd, verbsio.OpAtomicCmpSwp} {
@@ -51,20 +39,7 @@ func TestValidate(t *testing.T) {
 							}
 						}
 						cfg.Params = cm.Params{Test: test.Command()}
-						var cli []reports.Result
-						srvErr, cliErr := pairtest.RunOn(t, 60*time.Second, open,
-							func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-								_, err := latency.Run(ctx, dev, conn, cfg)
-								return err
-							},
-							func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-								var err error
-								cli, err = latency.Run(ctx, dev, conn, cfg)
-								return err
-							})
-						if srvErr != nil || cliErr != nil {
-							t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-						}
+						_, cli := pairtest.MustResults(t, open, latency.Run, cfg, cfg)
 						if len(cli) != len(cfg.Sizes) {
 							t.Fatalf("%d results, want %d", len(cli), len(cfg.Sizes))
 						}
@@ -102,15 +77,7 @@ func TestValidateCatches(t *testing.T) {
 			srvCfg, cliCfg := cfg, cfg
 			cliCfg.Validate = true
 			var errText string
-			_, cliErr := pairtest.Run(t, 30*time.Second,
-				func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-					_, err := latency.Run(ctx, dev, conn, srvCfg)
-					return err
-				},
-				func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-					_, err := latency.Run(ctx, dev, conn, cliCfg)
-					return err
-				})
+			_, _, _, cliErr := pairtest.Results(t, pairtest.Shm0, latency.Run, srvCfg, cliCfg)
 			if cliErr != nil {
 				errText = cliErr.Error()
 			}

@@ -1,7 +1,6 @@
 package pacing
 
 import (
-	"context"
 	"math"
 	"strings"
 	"testing"
@@ -133,23 +132,11 @@ func TestArrivals(t *testing.T) {
 	}
 }
 
+// runPair runs cfg on both sides over shm0 and returns each side's
+// records; the test ends if either side fails.
 func runPair(t *testing.T, cfg Config) (srv, cli []reports.Result) {
 	t.Helper()
-	srvErr, cliErr := pairtest.Run(t, 60*time.Second,
-		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-			var err error
-			srv, err = Run(ctx, dev, conn, cfg)
-			return err
-		},
-		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
-			var err error
-			cli, err = Run(ctx, dev, conn, cfg)
-			return err
-		})
-	if srvErr != nil || cliErr != nil {
-		t.Fatalf("server: %v; client: %v", srvErr, cliErr)
-	}
-	return srv, cli
+	return pairtest.MustResults(t, pairtest.Shm0, Run, cfg, cfg)
 }
 
 // Two explicit rates on shm0: the engine's exact token bucket makes the

@@ -4,10 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/bw"
+	"github.com/rperf/rperf/tests/internal/comparetest"
 	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/tests/paths"
 	"github.com/rperf/rperf/tests/sendpath"
@@ -103,36 +103,16 @@ func TestCheck(t *testing.T) {
 // connection of its own, and returns both sides' records.
 func runPair(t *testing.T, cfg paths.Config) (srv, cli []reports.Result) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	opts := cm.Options{IOTimeout: 30 * time.Second, DialTimeout: 5 * time.Second, RetryInterval: time.Millisecond}
-	ln, err := cm.Listen(ctx, "127.0.0.1:0", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	side := func(cfg paths.Config, connect paths.Connector) ([]reports.Result, error) {
-		dev, err := verbsio.Open("shm0")
-		if err != nil {
-			return nil, err
-		}
-		defer dev.Close()
-		return paths.Run(ctx, dev, connect, cfg)
-	}
-	done := make(chan error, 1)
-	srvCfg := cfg
-	go func() {
-		var err error
-		srv, err = side(srvCfg, paths.Relisten(ln, opts, 10*time.Second, 10*time.Second))
-		done <- err
-	}()
-	addr := ln.Addr().String()
+	srvCfg, cliCfg := cfg, cfg
 	var runs []paths.Step
-	cfg.OnStep = func(r paths.Step) { runs = append(runs, r) }
-	cli, err = side(cfg, func(ctx context.Context) (*cm.Conn, error) { return cm.Dial(ctx, addr, opts) })
-	if serr := <-done; err != nil || serr != nil {
-		t.Fatalf("client: %v; server: %v", err, serr)
-	}
+	cliCfg.OnStep = func(r paths.Step) { runs = append(runs, r) }
+	srv, cli = comparetest.Run(t,
+		func(ctx context.Context, dev *verbsio.Context, connect paths.Connector) ([]reports.Result, error) {
+			return paths.Run(ctx, dev, connect, srvCfg)
+		},
+		func(ctx context.Context, dev *verbsio.Context, connect paths.Connector) ([]reports.Result, error) {
+			return paths.Run(ctx, dev, connect, cliCfg)
+		})
 	if len(runs) != len(cfg.Paths)*cfg.Repetitions {
 		t.Errorf("%d runs announced, want %d", len(runs), len(cfg.Paths)*cfg.Repetitions)
 	}

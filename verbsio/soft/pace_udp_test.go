@@ -30,9 +30,10 @@ func TestUDPPacedStream(t *testing.T) {
 			wr := []verbsio.SendWR{{Opcode: op, SGL: []verbsio.SGE{p.A.MR.SGE(0, 4096)},
 				Remote: verbsio.RemoteAddr{Addr: p.B.MR.Addr(), RKey: p.B.MR.RKey()}}}
 			const total, window = 2000, 128
-			stop := make(chan struct{})
-			defer close(stop)
-			go func() { // the receiver, on its own goroutine
+			stop, stopped := make(chan struct{}), make(chan struct{})
+			defer func() { close(stop); <-stopped }() // before the pair closes
+			go func() {                               // the receiver, on its own goroutine
+				defer close(stopped)
 				rwcs := make([]verbsio.WC, 1)
 				for {
 					select {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/cm"
 	_ "github.com/rperf/rperf/verbsio/soft" // registers shm0
@@ -19,17 +20,44 @@ import (
 // Side runs one side of a test over an open device and connection.
 type Side func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error
 
+// Shm0 opens the built-in shm0 device, on which Run runs both sides.
+func Shm0() (*verbsio.Context, error) { return verbsio.Open("shm0") }
+
+// UDPLoopback opens udp_lo on a free UDP port, so that both sides share
+// the host.
+func UDPLoopback() (*verbsio.Context, error) {
+	return verbsio.OpenWith("udp_lo", verbsio.OpenOptions{UDPPort: -1})
+}
+
+// Devices are the devices the tests run both sides on, by name.
+func Devices() map[string]func() (*verbsio.Context, error) {
+	return map[string]func() (*verbsio.Context, error){"shm0": Shm0, "udp_lo": UDPLoopback}
+}
+
+// UDPLoopbackAttr returns udp_lo's device attributes; it skips the test
+// where udp_lo cannot be opened.
+func UDPLoopbackAttr(tb testing.TB) verbsio.DeviceAttr {
+	tb.Helper()
+	dev, err := UDPLoopback()
+	if err != nil {
+		tb.Skipf("no udp_lo device: %v", err)
+	}
+	defer dev.Close()
+	attr, err := dev.QueryDevice()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return attr
+}
+
 // Run runs server and client against each other within timeout and
 // returns their errors.
 func Run(tb testing.TB, timeout time.Duration, server, client Side) (serverErr, clientErr error) {
 	tb.Helper()
-	return RunOn(tb, timeout, func() (*verbsio.Context, error) { return verbsio.Open("shm0") }, server, client)
+	return RunOn(tb, timeout, Shm0, server, client)
 }
 
-// RunOn is Run with each side's device opened by open, e.g. udp_lo on a
-// free UDP port:
-//
-//	func() (*verbsio.Context, error) { return verbsio.OpenWith("udp_lo", verbsio.OpenOptions{UDPPort: -1}) }
+// RunOn is Run with each side's device opened by open, e.g. UDPLoopback.
 func RunOn(tb testing.TB, timeout time.Duration, open func() (*verbsio.Context, error), server, client Side) (serverErr, clientErr error) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -68,4 +96,39 @@ func side(ctx context.Context, open func() (*verbsio.Context, error), connect fu
 		return fmt.Errorf("%w", err)
 	}
 	return nil
+}
+
+// Timeout bounds each test run by Results.
+const Timeout = 60 * time.Second
+
+// Runner is a test family's Run: latency.Run, bw.Run, pacing.Run.
+type Runner[C any] func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg C) ([]reports.Result, error)
+
+// Results runs run on both sides, on devices opened by open, with srvCfg
+// on the server and cliCfg on the client, and returns what each side
+// returned.
+func Results[C any](tb testing.TB, open func() (*verbsio.Context, error), run Runner[C], srvCfg, cliCfg C) (srv, cli []reports.Result, srvErr, cliErr error) {
+	tb.Helper()
+	srvErr, cliErr = RunOn(tb, Timeout, open,
+		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
+			var err error
+			srv, err = run(ctx, dev, conn, srvCfg)
+			return err
+		},
+		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
+			var err error
+			cli, err = run(ctx, dev, conn, cliCfg)
+			return err
+		})
+	return srv, cli, srvErr, cliErr
+}
+
+// MustResults is Results that ends the test if either side fails.
+func MustResults[C any](tb testing.TB, open func() (*verbsio.Context, error), run Runner[C], srvCfg, cliCfg C) (srv, cli []reports.Result) {
+	tb.Helper()
+	srv, cli, srvErr, cliErr := Results(tb, open, run, srvCfg, cliCfg)
+	if srvErr != nil || cliErr != nil {
+		tb.Fatalf("server: %v; client: %v", srvErr, cliErr)
+	}
+	return srv, cli
 }
