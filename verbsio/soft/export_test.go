@@ -17,3 +17,18 @@ func (c *Context) DebugQPs() string {
 	s += fmt.Sprintf("active list %d\n", len(c.udp.active))
 	return s
 }
+
+// ReadSockets is how many of a udp-fabric context's sockets its progress
+// reads, and how many it has bound (tests only).
+func (c *Context) ReadSockets() (read, bound int) {
+	used := c.udp.inUse.Load()
+	for i, conn := range c.udp.conns {
+		if conn != nil {
+			bound++
+			if used&gidBit(i) != 0 {
+				read++
+			}
+		}
+	}
+	return read, bound
+}

@@ -71,15 +71,8 @@ func (c *Context) serve() {
 		if d := f.nextDeadline(); d >= 0 && d < wait {
 			wait = max(d, 10*time.Microsecond)
 		}
-		n := 0
-		fds[n] = unix.PollFd{Fd: int32(c.bg.efd), Events: unix.POLLIN}
-		n++
-		for _, conn := range f.conns {
-			if conn != nil && n < len(fds) {
-				fds[n] = unix.PollFd{Fd: int32(conn.FD()), Events: unix.POLLIN}
-				n++
-			}
-		}
+		fds[0] = unix.PollFd{Fd: int32(c.bg.efd), Events: unix.POLLIN}
+		n := 1 + f.pollFDs(fds[1:])
 		c.bg.mu.Unlock()
 		ts := unix.NsecToTimespec(int64(wait))
 		unix.Ppoll(fds[:n], &ts, nil)

@@ -45,8 +45,12 @@ type udpFabric struct {
 	dev   udp.Netdev
 	port  uint16
 	gids  []verbsio.GIDEntry
-	conns []*udp.Conn // by GID index; nil until used
+	conns []*udp.Conn // by GID index; nil if the address could not be bound
 	def   int         // the GID index bound at open (perftest's pick)
+	// inUse marks the sockets progress reads: those of the GIDs a QP has
+	// been bound to (gidBit). Every address is bound at open, but reading
+	// an idle socket would cost every poll a system call.
+	inUse atomic.Uint64
 
 	active []*qp // QPs with transport work: outstanding requests, READ responses, timers
 
@@ -211,8 +215,13 @@ func (f *udpFabric) conn(i int) (*udp.Conn, error) {
 	if f.conns[i] == nil {
 		return nil, verbsio.Errorf("modify_qp", unix.EADDRNOTAVAIL, "GID %d (%s) has no socket: %v", i, f.gids[i].GID, f.connErr[i])
 	}
+	f.inUse.Or(gidBit(i))
 	return f.conns[i], nil
 }
+
+// gidBit is GID index i's bit in udpFabric.inUse; the last bit stands for
+// every index from 63 on.
+func gidBit(i int) uint64 { return 1 << min(i, 63) }
 
 func (f *udpFabric) close() {
 	for _, c := range f.conns {
@@ -372,8 +381,9 @@ func (f *udpFabric) flush() {
 func (c *Context) udpProgress() {
 	f := c.udp
 	f.flush()
-	for _, conn := range f.conns {
-		if conn == nil {
+	used := f.inUse.Load()
+	for i, conn := range f.conns {
+		if conn == nil || used&gidBit(i) == 0 {
 			continue
 		}
 		for round := 0; round < 4; round++ {
@@ -499,15 +509,23 @@ func (f *udpFabric) nextDeadline() time.Duration {
 // waitInput blocks until a socket is readable or timeout passes.
 func (f *udpFabric) waitInput(timeout time.Duration) {
 	var fds [8]unix.PollFd
+	n := f.pollFDs(fds[:])
+	ts := unix.NsecToTimespec(int64(timeout))
+	unix.Ppoll(fds[:n], &ts, nil)
+}
+
+// pollFDs fills fds with the sockets in use, waiting for input, and
+// returns how many it filled.
+func (f *udpFabric) pollFDs(fds []unix.PollFd) int {
 	n := 0
-	for _, c := range f.conns {
-		if c != nil && n < len(fds) {
+	used := f.inUse.Load()
+	for i, c := range f.conns {
+		if c != nil && used&gidBit(i) != 0 && n < len(fds) {
 			fds[n] = unix.PollFd{Fd: int32(c.FD()), Events: unix.POLLIN}
 			n++
 		}
 	}
-	ts := unix.NsecToTimespec(int64(timeout))
-	unix.Ppoll(fds[:n], &ts, nil)
+	return n
 }
 
 // sendAcks sends the coalesced acknowledgements owed after a batch.
