@@ -69,7 +69,15 @@ func startChild(tb testing.TB, role string, extra ...*os.File) *child {
 	}
 	c := &child{cmd: cmd, in: in, out: bufio.NewReader(out)}
 	tb.Cleanup(func() {
-		c.cmd.Process.Kill()
+		if os.Getenv("RPERF_CHILD_CPUPROFILE") != "" {
+			// Let the child write its profile (TestMain stops it on
+			// SIGINT), for at most a second.
+			c.cmd.Process.Signal(os.Interrupt)
+			t := time.AfterFunc(time.Second, func() { c.cmd.Process.Kill() })
+			defer t.Stop()
+		} else {
+			c.cmd.Process.Kill()
+		}
 		c.cmd.Wait()
 	})
 	return c
