@@ -84,11 +84,34 @@ func (b *Bucket) Take(n uint64, now int64) bool {
 		return true
 	}
 	b.refill(now)
+	return b.spend(n)
+}
+
+func (b *Bucket) spend(n uint64) bool {
 	if b.tokens < b.need(n) {
 		return false
 	}
 	b.tokens -= int64(n) * 1e9
 	return true
+}
+
+// TakeDue is Take for a sender the bucket held back until due (the time
+// Wait named) that comes back at now: a backlogged sender, not an idle
+// one. Its lateness, up to the time one burst takes at the rate, is kept:
+// a sender whose polls come late (a busy CPU, a descheduled thread)
+// catches up at most one burst back to back and holds the rate, as a NIC
+// pacing its own queue would.
+func (b *Bucket) TakeDue(n uint64, now, due int64) bool {
+	if b == nil || b.rate == 0 {
+		return true
+	}
+	b.refill(now)
+	if late := now - due; late > LateTolerance {
+		r := int64(b.rate)
+		late = min(late, int64(b.burst)*1e9/r)
+		b.tokens = max(b.tokens, b.need(n)+late*r)
+	}
+	return b.spend(n)
 }
 
 // Wait returns how many nanoseconds from now until n bytes are available

@@ -152,3 +152,61 @@ func TestDebt(t *testing.T) {
 		t.Errorf("%d sends of %d B at 1 B/us took %d ns, want about %d ns", n, big, last, want)
 	}
 }
+
+// TestTakeDue: a backlogged sender (held by the bucket, back late by a
+// fixed amount every time) keeps the exact rate while its lateness is
+// within one burst's time, and never has more than two bursts (the burst
+// and one burst of catch-up) to send back to back; Take, for the same
+// sender, loses every lateness above LateTolerance.
+func TestTakeDue(t *testing.T) {
+	const pkt = 1000 // 1 ms per packet at 1 byte per microsecond
+	cases := []struct {
+		late     int64
+		due      bool
+		wantLoss int64 // ns lost per packet
+	}{
+		{late: 0, due: true},
+		{late: LateTolerance / 2, due: true},
+		{late: 300_000, due: true},
+		{late: 999_000, due: true},
+		{late: 300_000, due: false, wantLoss: 300_000},
+		// Late by 3 ms every packet: each return sends two packets (one
+		// burst of catch-up), so 2 ms of every 3 are lost per pair.
+		{late: 3_000_000, due: true, wantLoss: 1_000_000},
+	}
+	for _, c := range cases {
+		b := New(8_000_000, pkt)
+		now := int64(0)
+		b.Take(pkt, now)
+		const n = 10000
+		sent := 1
+		for sent < n {
+			due := now + b.Wait(pkt, now)
+			now = due + c.late
+			took := false
+			if c.due {
+				took = b.TakeDue(pkt, now, due)
+			} else {
+				took = b.Take(pkt, now)
+			}
+			if !took {
+				t.Fatalf("late %d: refused after waiting", c.late)
+			}
+			sent++
+			if b.tokens > int64(pkt)*1e9 {
+				t.Fatalf("late %d: %d byte-ns left after a packet, more than a burst", c.late, b.tokens)
+			}
+			for sent < n && b.Take(pkt, now) { // what else may go back to back
+				sent++
+			}
+		}
+		// The exact schedule: packet k leaves at k ms.
+		behind := now - int64(n-1)*1_000_000
+		switch {
+		case c.wantLoss == 0 && (behind < 0 || behind > c.late+1000):
+			t.Errorf("late %d (due %v): %d ns behind after %d packets, want the schedule kept", c.late, c.due, behind, n)
+		case c.wantLoss != 0 && (behind < int64(n-2)*c.wantLoss*9/10 || behind > int64(n)*c.wantLoss*11/10):
+			t.Errorf("late %d (due %v): %d ns behind after %d packets, want about %d per packet", c.late, c.due, behind, n, c.wantLoss)
+		}
+	}
+}

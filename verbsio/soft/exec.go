@@ -142,7 +142,7 @@ func (q *qp) execute() {
 			return
 		}
 		pos := q.sqExec
-		if q.pace != nil && !q.pace.Take(uint64(q.byteLen(pos)), now()) {
+		if q.pace != nil && !q.takePace(uint64(q.byteLen(pos)), now(), &q.paceDue) {
 			q.block(waitPace)
 			return
 		}
@@ -167,6 +167,20 @@ func (q *qp) execute() {
 		}
 		q.sqExec++
 	}
+}
+
+// takePace spends n bytes of the QP's pacing tokens at t. A packet the
+// pacer held back until *due (non-zero) is backlogged, not idle: the
+// lateness of its sender counts (pace.TakeDue), once.
+func (q *qp) takePace(n uint64, t int64, due *int64) bool {
+	if *due != 0 {
+		d := *due
+		*due = 0
+		if q.pace.TakeDue(n, t, d) {
+			return true
+		}
+	}
+	return q.pace.Take(n, t)
 }
 
 func (q *qp) byteLen(pos uint32) uint32 {
@@ -217,6 +231,7 @@ func (q *qp) block(kind uint8) verbsio.Status {
 		q.retryAt = t + verbsio.RNRTimerDuration(uint8(q.remote.minRNR.Load()))
 	case waitPace:
 		q.retryAt = t + max(q.pace.Wait(uint64(q.byteLen(q.sqExec)), t), 1)
+		q.paceDue = q.retryAt
 	case waitResponse:
 		to := verbsio.TimeoutDuration(q.attr.Timeout)
 		if to > 0 && t-q.blockStart >= to*int64(q.attr.RetryCnt+1) {

@@ -51,6 +51,7 @@ type qp struct {
 	blockKind  uint8
 	blockStart int64
 	retryAt    int64
+	paceDue    int64 // when the pacer let the held head request go (takePace)
 	rnrLeft    int
 
 	// Scratch for the fast path, sized at creation.
@@ -347,7 +348,7 @@ func (q *qp) storeAttr(a *verbsio.QPAttr, mask verbsio.QPAttrMask) {
 	}
 	if mask&verbsio.QPAttrRateLimit != 0 {
 		t.RateLimit, t.MaxBurstSize, t.TypicalPktSize = a.RateLimit, a.MaxBurstSize, a.TypicalPktSize
-		q.pace = nil
+		q.pace, q.paceDue = nil, 0
 		if a.RateLimit != 0 {
 			burst := max(uint64(a.MaxBurstSize), uint64(a.TypicalPktSize), paceMinBurst)
 			q.pace = pace.New(uint64(a.RateLimit)*1000, burst)

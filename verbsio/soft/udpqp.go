@@ -99,6 +99,7 @@ type udpQP struct {
 	rnrLeft    int
 	rnrUntil   int64
 	paceAt     int64 // pacing holds transmission until then
+	paceDue    int64 // the paceAt that last fired, until the held packet leaves (pace.TakeDue)
 	deadline   int64 // retransmission or probe timer; 0 when off
 	ackOut     bool  // a packet that asks for an answer (AckReq, READ, atomic) awaits it
 	reqAck     psn.PSN

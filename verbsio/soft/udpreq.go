@@ -303,7 +303,7 @@ func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 	for i := start; i < npkt; i++ {
 		off := uint64(i) * uint64(u.mtu)
 		n := int(min(uint64(u.mtu), total-min(total, off)))
-		if q.pace != nil && !q.pace.Take(uint64(n), t0) {
+		if q.pace != nil && !q.takePace(uint64(n), t0, &u.paceDue) {
 			// Paced: the rest of the message leaves when the bucket
 			// refills (udpTick).
 			u.sendOff = off
@@ -725,7 +725,7 @@ func (q *qp) udpTick(t int64) {
 		q.udpTransmit()
 	}
 	if u.paceAt != 0 && t >= u.paceAt {
-		u.paceAt = 0
+		u.paceAt, u.paceDue = 0, u.paceAt
 		q.udpTransmit()
 	}
 	if u.rdN > 0 {
