@@ -50,6 +50,9 @@ type PairConfig struct {
 	// NoProgress leaves the engine without background progress: the test
 	// drives it by polling (benchmarks do, for the lowest latency).
 	NoProgress bool
+	// Segmenter says who cuts the QPs' messages into packets (0: the
+	// provider's choice).
+	Segmenter verbsio.Segmenter
 }
 
 // AllAccess is every access right.
@@ -130,7 +133,7 @@ func newSide(cfg PairConfig) (*Side, error) {
 			return fail(err)
 		}
 	}
-	if s.QP, err = s.PD.CreateQP(verbsio.QPInitAttr{Type: cfg.Type, SendCQ: s.CQ, RecvCQ: s.CQ, SRQ: s.SRQ, Cap: cfg.Cap, SQSigAll: cfg.SQSig}); err != nil {
+	if s.QP, err = s.PD.CreateQP(verbsio.QPInitAttr{Type: cfg.Type, SendCQ: s.CQ, RecvCQ: s.CQ, SRQ: s.SRQ, Cap: cfg.Cap, SQSigAll: cfg.SQSig, Segmenter: cfg.Segmenter}); err != nil {
 		return fail(err)
 	}
 	if s.Buf, err = ctx.Alloc(cfg.BufSize); err != nil {
