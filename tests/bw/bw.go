@@ -153,20 +153,14 @@ type Config struct {
 	NoPeak        bool           // perftest -N
 	// ReportGbits sets the unit of the report exchanged with the peer
 	// (perftest --report_gbits): Gb/s instead of MiB/s.
-	ReportGbits  bool
-	QPTimeout    uint8
-	Port         uint8
-	MTU          verbsio.MTU
-	StallTimeout time.Duration
+	ReportGbits bool
+	// Link is how the test reaches its peer: port, GID, MTU, ACK
+	// timeout (perftest -i, -x, -m, -u), the stall timeout and the
+	// parameters both sides check.
+	Link
 	// PassiveWait bounds how long a passive server waits for the client's
 	// run of one size to end; 0 means 10×StallTimeout (plus the duration).
 	PassiveWait time.Duration
-	Params      cm.Params
-	// GIDIndex is the GID table entry to use (perftest -x); AutoGID
-	// picks perftest's choice, preferring IPv6 with IPv6 (perftest
-	// --ipv6).
-	GIDIndex int
-	IPv6     bool
 	// Validate makes every message carry a pattern its receiver checks
 	// byte by byte (see package datacheck): the send_bw receiver checks
 	// every message it receives, the write_bw target the last message of
@@ -193,12 +187,15 @@ type Config struct {
 // AutoGID as Config.GIDIndex picks the GID perftest would (the default).
 const AutoGID = session.AutoGID
 
+// Link is how a test reaches its peer (Config embeds it).
+type Link = session.Link
+
 // Default returns perftest's defaults for t.
 func Default(t Test) Config {
 	c := Config{
 		Test: t, Connection: verbsio.QPTypeRC, Sizes: []int{DefaultSize}, Iterations: DefaultIterations,
 		QPs: 1, TxDepth: DefaultTxDepth, RxDepth: DefaultRxDepth, PostList: 1, AtomicOp: verbsio.OpAtomicFetchAdd,
-		GIDIndex: session.AutoGID,
+		Link: Link{GIDIndex: AutoGID},
 	}
 	switch t {
 	case Write:
@@ -365,8 +362,7 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 	s, err := session.Open(ctx, dev, conn, session.Spec{
 		Verb: testInfo[cfg.Test].verb, Type: cfg.Connection, QPs: cfg.QPs, MaxSize: maxSize,
 		TxDepth: cfg.txDepth(), RxDepth: cfg.RxDepth, Inline: inline, OutReads: cfg.OutReads,
-		QPTimeout: cfg.QPTimeout, Port: cfg.Port, MTU: cfg.MTU, Params: cfg.Params, StallTimeout: cfg.StallTimeout,
-		GIDIndex: cfg.GIDIndex, IPv6: cfg.IPv6, SendSlots: sendSlots, RecvSlots: recvSlots,
+		Link: cfg.Link, SendSlots: sendSlots, RecvSlots: recvSlots,
 		DeviceMemory: cfg.Path == sendpath.DM, Segmenter: cfg.Path.QPSegmenter(cfg.Segmenter),
 	})
 	if err != nil {
@@ -465,13 +461,6 @@ func (r *runner) closePath() {
 	}
 }
 
-func (r *runner) stall() time.Duration {
-	if r.cfg.StallTimeout > 0 {
-		return r.cfg.StallTimeout
-	}
-	return session.DefaultStallTimeout
-}
-
 func (r *runner) run(ctx context.Context) ([]reports.Result, error) {
 	cfg := r.cfg
 	var results []reports.Result
@@ -526,7 +515,7 @@ func (r *runner) runOnce(ctx context.Context, size int, iters int64, measure boo
 	if r.role.passive {
 		wait := cfg.PassiveWait
 		if wait <= 0 {
-			wait = 10 * r.stall()
+			wait = 10 * r.cfg.Stall()
 		}
 		if err := s.Barrier(ctx, wait+cfg.Duration); err != nil {
 			return measured{}, err

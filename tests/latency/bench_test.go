@@ -36,7 +36,7 @@ func BenchmarkIterationOverhead(b *testing.B) {
 				b.Fatal(err)
 			}
 			sm := &sampler{rec: rec, first: 1}
-			s := &session.Session{Spec: session.Spec{Type: verbsio.QPTypeRC, StallTimeout: time.Minute}}
+			s := &session.Session{Spec: session.Spec{Type: verbsio.QPTypeRC, Link: session.Link{StallTimeout: time.Minute}}}
 			w := s.NewWaiter(context.Background(), "x", false)
 			buf := make([]byte, 64)
 			b.ReportAllocs()

@@ -137,27 +137,17 @@ type Config struct {
 	// device's maximum.
 	OutReads int
 	// AtomicOp is OpAtomicFetchAdd (default) or OpAtomicCmpSwp (perftest -A).
-	AtomicOp  verbsio.Opcode
-	QPTimeout uint8       // perftest -u; 0 means 14
-	Port      uint8       // perftest -i; 0 means 1
-	MTU       verbsio.MTU // perftest -m; 0 means the port's active MTU
+	AtomicOp verbsio.Opcode
 	// Percentiles are the true-statistics percentiles; nil means
 	// reports.DefaultPercentiles.
 	Percentiles []float64
-	// StallTimeout bounds every wait for the peer; 0 means
-	// session.DefaultStallTimeout.
-	StallTimeout time.Duration
+	// Link is how the test reaches its peer: port, GID, MTU, ACK
+	// timeout (perftest -i, -x, -m, -u), the stall timeout and the
+	// parameters both sides check.
+	Link
 	// PassiveWait bounds how long a passive server waits for the client's
 	// run of one size to end; 0 means 10×StallTimeout (plus the duration).
 	PassiveWait time.Duration
-	// Params describes the test to an rperf peer, which refuses to run if
-	// a symmetric parameter differs.
-	Params cm.Params
-	// GIDIndex is the GID table entry to use (perftest -x); AutoGID
-	// picks perftest's choice, preferring IPv6 with IPv6 (perftest
-	// --ipv6).
-	GIDIndex int
-	IPv6     bool
 	// Validate makes every message carry a pattern its receiver checks
 	// byte by byte (see package datacheck): each side checks every SEND or
 	// RDMA WRITE it receives before answering, the read_lat client every
@@ -185,12 +175,15 @@ type Config struct {
 // AutoGID as Config.GIDIndex picks the GID perftest would (the default).
 const AutoGID = session.AutoGID
 
+// Link is how a test reaches its peer (Config embeds it).
+type Link = session.Link
+
 // Default returns perftest's defaults for t.
 func Default(t Test) Config {
 	c := Config{
 		Test: t, Connection: verbsio.QPTypeRC, Sizes: []int{DefaultSize}, Iterations: DefaultIterations,
 		TxDepth: 1, RxDepth: DefaultRxDepth, AtomicOp: verbsio.OpAtomicFetchAdd,
-		GIDIndex: session.AutoGID,
+		Link: Link{GIDIndex: AutoGID},
 	}
 	switch t {
 	case Write:
@@ -285,8 +278,7 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 	s, err := session.Open(ctx, dev, conn, session.Spec{
 		Verb: testInfo[cfg.Test].verb, Type: cfg.Connection, QPs: 1, MaxSize: maxSize,
 		TxDepth: cfg.TxDepth, RxDepth: cfg.RxDepth, Inline: inline, OutReads: cfg.OutReads,
-		QPTimeout: cfg.QPTimeout, Port: cfg.Port, MTU: cfg.MTU, Params: cfg.Params, StallTimeout: cfg.StallTimeout,
-		GIDIndex: cfg.GIDIndex, IPv6: cfg.IPv6,
+		Link:         cfg.Link,
 		DeviceMemory: cfg.Path == sendpath.DM, Segmenter: cfg.Path.QPSegmenter(cfg.Segmenter),
 	})
 	if err != nil {
@@ -371,10 +363,7 @@ func (r *runner) run(ctx context.Context) ([]reports.Result, error) {
 		}
 		r.rec = rec
 	}
-	stall := cfg.StallTimeout
-	if stall <= 0 {
-		stall = session.DefaultStallTimeout
-	}
+	stall := cfg.Stall()
 	passiveWait := cfg.PassiveWait
 	if passiveWait <= 0 {
 		passiveWait = 10 * stall

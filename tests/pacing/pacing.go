@@ -98,16 +98,9 @@ type Config struct {
 	// Percentiles of the gap distribution; nil means
 	// reports.DefaultPercentiles.
 	Percentiles []float64
-	QPTimeout   uint8
-	Port        uint8
-	MTU         verbsio.MTU
-	// StallTimeout bounds every wait for the peer; 0 means
-	// session.DefaultStallTimeout.
-	StallTimeout time.Duration
-	GIDIndex     int
-	IPv6         bool
-	// Params describes the test to an rperf peer.
-	Params cm.Params
+	// Link is how the test reaches its peer: port, GID, MTU, ACK
+	// timeout, the stall timeout and the parameters both sides check.
+	session.Link
 
 	// OnConnected, if set, is called once the QPs are connected.
 	OnConnected func(session.Info)
@@ -120,7 +113,7 @@ type Config struct {
 // Default returns the defaults.
 func Default() Config {
 	return Config{Size: DefaultSize, RateDuration: DefaultRateDuration, Tolerance: DefaultTolerance,
-		TxDepth: DefaultTxDepth, RxDepth: DefaultRxDepth, GIDIndex: session.AutoGID}
+		TxDepth: DefaultTxDepth, RxDepth: DefaultRxDepth, Link: session.Link{GIDIndex: session.AutoGID}}
 }
 
 // Check reports the first problem with c that would stop Run.
@@ -238,8 +231,7 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) (
 	}
 	s, err := session.Open(ctx, dev, conn, session.Spec{
 		Verb: session.Send, Type: verbsio.QPTypeRC, QPs: 1, MaxSize: cfg.Size,
-		TxDepth: cfg.TxDepth, RxDepth: cfg.RxDepth, QPTimeout: cfg.QPTimeout, Port: cfg.Port, MTU: cfg.MTU,
-		Params: cfg.Params, StallTimeout: cfg.StallTimeout, GIDIndex: cfg.GIDIndex, IPv6: cfg.IPv6,
+		TxDepth: cfg.TxDepth, RxDepth: cfg.RxDepth, Link: cfg.Link,
 		Segmenter: verbsio.SegmentEngine,
 	})
 	if err != nil {
@@ -351,7 +343,7 @@ func (r *runner) send(ctx context.Context, mbps float64, plan Plan) error {
 	mod := min(cqMod, tx) // a window smaller than cqMod must still see completions
 	total := plan.Total()
 	capAt := clock.Now() + int64(plan.Cap)
-	w := newBusy(ctx, r.stall(), "the completions of our paced SENDs")
+	w := newBusy(ctx, r.cfg.Stall(), "the completions of our paced SENDs")
 	var posted, done, lastSig int64
 	for done < total {
 		progressed := false
@@ -405,17 +397,10 @@ func (r *runner) send(ctx context.Context, mbps float64, plan Plan) error {
 	return nil
 }
 
-func (r *runner) stall() time.Duration {
-	if r.cfg.StallTimeout > 0 {
-		return r.cfg.StallTimeout
-	}
-	return session.DefaultStallTimeout
-}
-
 // busy bounds the sender's wait without ever napping: the engine paces
 // by executing a held WQE when it is polled at or after its time, and a
-// bucket one message deep keeps no credit for a late poll, so every nap
-// would lengthen a gap (as a NIC's pacer never sleeps, the sender's
+// late poll keeps at most one burst of credit, so a longer nap would
+// lengthen a gap (as a NIC's pacer never sleeps, the sender's
 // engine must not either). Every session.CheckEvery spins it checks the
 // context and the stall timeout.
 type busy struct {

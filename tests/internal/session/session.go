@@ -79,6 +79,36 @@ const ProbeID = ^uint64(0)
 // DefaultStallTimeout is the stall timeout used when Spec.StallTimeout is 0.
 const DefaultStallTimeout = 60 * time.Second
 
+// Link is how a test reaches its peer: the port, GID and path MTU, the
+// ACK timeout, how long to wait for the peer, and the parameters the
+// peers check. The test families' configurations embed it (latency.Config,
+// bw.Config, pacing.Config) and hand it on in Spec.
+type Link struct {
+	QPTimeout uint8       // ACK timeout exponent (perftest -u); 0 means 14
+	Port      uint8       // device port (perftest -i); 0 means 1
+	MTU       verbsio.MTU // path MTU (perftest -m); 0 means the port's active MTU
+	// Params describes the test to an rperf peer, which refuses to run
+	// if a symmetric parameter differs.
+	Params cm.Params
+	// StallTimeout bounds every wait for the peer; 0 means
+	// DefaultStallTimeout.
+	StallTimeout time.Duration
+	// GIDIndex is the entry of the port's GID table this side uses
+	// (perftest -x); AutoGID, or any negative value, picks perftest's
+	// choice (see BestGID). IPv6 makes that choice prefer IPv6 GIDs
+	// (perftest --ipv6).
+	GIDIndex int
+	IPv6     bool
+}
+
+// Stall is StallTimeout, or DefaultStallTimeout when it is 0.
+func (l *Link) Stall() time.Duration {
+	if l.StallTimeout > 0 {
+		return l.StallTimeout
+	}
+	return DefaultStallTimeout
+}
+
 // Spec describes the connection a test needs.
 type Spec struct {
 	Verb    Verb
@@ -92,21 +122,8 @@ type Spec struct {
 	Inline int
 	// OutReads is the READ/atomic depth offered as responder and used as
 	// initiator (capped by the peer's); 0 means the device's maximum.
-	OutReads  int
-	QPTimeout uint8       // ACK timeout exponent (perftest -u); 0 means 14
-	Port      uint8       // device port; 0 means 1
-	MTU       verbsio.MTU // 0 means the port's active MTU
-	// Params describes the test for the rperf-to-rperf parameter check.
-	Params cm.Params
-	// StallTimeout bounds every wait for the peer; 0 means
-	// DefaultStallTimeout.
-	StallTimeout time.Duration
-	// GIDIndex is the entry of the port's GID table this side uses
-	// (perftest -x); AutoGID, or any negative value, picks perftest's
-	// choice (see BestGID). IPv6 makes that choice prefer IPv6 GIDs
-	// (perftest --ipv6).
-	GIDIndex int
-	IPv6     bool
+	OutReads int
+	Link
 	// SendSlots and RecvSlots are how many message buffers each QP's send
 	// and receive regions hold; 0 means 1, where every message of a QP
 	// uses the same addresses, as in perftest. Receives are posted to the

@@ -76,7 +76,7 @@ func spin(w *Waiter, limit time.Duration) error {
 
 func TestWaiterStall(t *testing.T) {
 	for _, typ := range []verbsio.QPType{verbsio.QPTypeUC, verbsio.QPTypeUD} {
-		s := &Session{Spec: Spec{Type: typ, StallTimeout: 100 * time.Millisecond}}
+		s := &Session{Spec: Spec{Type: typ, Link: Link{StallTimeout: 100 * time.Millisecond}}}
 		w := s.NewWaiter(context.Background(), "the peer's SEND", true)
 		w.Index = 42
 		start := time.Now()
@@ -97,7 +97,7 @@ func TestWaiterStall(t *testing.T) {
 }
 
 func TestWaiterCancel(t *testing.T) {
-	s := &Session{Spec: Spec{Type: verbsio.QPTypeUC, StallTimeout: time.Minute}}
+	s := &Session{Spec: Spec{Type: verbsio.QPTypeUC, Link: Link{StallTimeout: time.Minute}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := s.NewWaiter(ctx, "x", false)
 	time.AfterFunc(50*time.Millisecond, cancel)
@@ -119,7 +119,7 @@ func TestWaiterCancel(t *testing.T) {
 // TestWaiterBacksOff checks that a long wait naps: far fewer spins than
 // a busy loop would make.
 func TestWaiterBacksOff(t *testing.T) {
-	s := &Session{Spec: Spec{Type: verbsio.QPTypeUC, StallTimeout: time.Minute}}
+	s := &Session{Spec: Spec{Type: verbsio.QPTypeUC, Link: Link{StallTimeout: time.Minute}}}
 	w := s.NewWaiter(context.Background(), "x", false)
 	w.Begin()
 	start := time.Now()
