@@ -22,6 +22,15 @@ type udpPath struct {
 	path6 roce.IPv6Path
 }
 
+// fromPeer reports whether a packet from from comes from the peer a QP
+// sends to at to: the same IP address, whatever the source port. RoCEv2
+// senders pick their UDP source port per flow (Linux rxe from the flow
+// label, 0xc000 and up), not their listening port, so only the address
+// identifies the peer; the QPN and the PSN do the rest.
+func fromPeer(from, to netip.AddrPort) bool {
+	return from.Addr().Unmap().WithZone("") == to.Addr().Unmap().WithZone("")
+}
+
 func newUDPPath(f *udpFabric, sgid int, dgid verbsio.GID, dlid uint16) (udpPath, error) {
 	conn, err := f.conn(sgid)
 	if err != nil {

@@ -592,7 +592,7 @@ func (q *qp) rewind(p psn.PSN) bool {
 // udpOnResponse handles an ACK, NAK, READ response or atomic ACK.
 func (q *qp) udpOnResponse(p *roce.Packet, from netip.AddrPort) {
 	u := q.u
-	if q.typ != verbsio.QPTypeRC || from != u.path.to || q.state == verbsio.QPStateErr {
+	if q.typ != verbsio.QPTypeRC || !fromPeer(from, u.path.to) || q.state == verbsio.QPStateErr {
 		u.f.c.wrongPeer.Add(1)
 		return
 	}

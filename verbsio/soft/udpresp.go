@@ -30,7 +30,7 @@ func (q *qp) udpOnRequest(p *roce.Packet, from netip.AddrPort) {
 		q.udRecv(p, from)
 		return
 	case verbsio.QPTypeRC, verbsio.QPTypeUC:
-		if from != u.path.to {
+		if !fromPeer(from, u.path.to) {
 			u.f.c.wrongPeer.Add(1)
 			return
 		}

@@ -16,7 +16,7 @@ var counterColumns = []struct{ name, header string }{
 	{"duplicate_request", "DUP"}, {"out_of_seq_request", "OOS"}, {"icrc_errors", "ICRC_ERR"},
 	{"timeouts", "TIMEOUTS"}, {"nak_sent", "NAK_TX"}, {"nak_rcvd", "NAK_RX"},
 	{"rnr_nak_sent", "RNR_TX"}, {"rnr_nak_rcvd", "RNR_RX"}, {"unknown_qp", "UNKNOWN_QP"},
-	{"malformed", "MALFORMED"}, {"socket_drops", "SOCK_DROPS"},
+	{"bad_pkey", "BAD_PKEY"}, {"wrong_peer", "WRONG_PEER"}, {"malformed", "MALFORMED"}, {"socket_drops", "SOCK_DROPS"},
 }
 
 func newCountersCmd(o *options) *cobra.Command {
@@ -27,7 +27,9 @@ func newCountersCmd(o *options) *cobra.Command {
 engine publishes on this host (in ` + soft.StatsDir + `), as sysfs shows a
 kernel device's hw_counters: packets sent and received, packets retransmitted and go-back-N rewinds,
 duplicate requests, out-of-sequence requests, ICRC errors, timeouts, NAKs
-and RNR NAKs sent and received, packets for unknown QPs, malformed packets.
+and RNR NAKs sent and received, packets for unknown QPs, with a bad P_Key
+or from an address other than the QP's peer, malformed packets, datagrams
+the socket dropped.
 A context's counters disappear when it closes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

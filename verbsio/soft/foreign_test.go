@@ -1,0 +1,158 @@
+package soft_test
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/rperf/rperf/internal/psn"
+	"github.com/rperf/rperf/internal/roce"
+	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/soft"
+	"github.com/rperf/rperf/verbsio/verbstest"
+)
+
+// foreign sends hand-built RoCEv2 packets to one side of a udp_lo pair
+// from a socket of its own, as another RoCEv2 stack (Linux rxe) would.
+type foreign struct {
+	t    *testing.T
+	conn *net.UDPConn
+	to   *net.UDPAddr
+	from netip.AddrPort
+}
+
+func newForeign(t *testing.T, src string, side *verbstest.Side) *foreign {
+	t.Helper()
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(src)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	port := int(side.LID)
+	if port == 0 {
+		port = soft.RoCEPort
+	}
+	return &foreign{t: t, conn: conn, to: &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port},
+		from: conn.LocalAddr().(*net.UDPAddr).AddrPort()}
+}
+
+// send encodes p, seals its ICRC for this socket's path (unless bad) and
+// sends it.
+func (f *foreign) send(p roce.Packet, badICRC bool) {
+	f.t.Helper()
+	pkt := make([]byte, p.Len())
+	if _, err := p.Encode(pkt); err != nil {
+		f.t.Fatal(err)
+	}
+	path := roce.IPv4Path{Src: f.from.Addr().Unmap().As4(), Dst: [4]byte{127, 0, 0, 1}, SrcPort: f.from.Port(),
+		DstPort: uint16(f.to.Port), DontFragment: true}
+	if err := path.Seal(0, pkt); err != nil {
+		f.t.Fatal(err)
+	}
+	if badICRC {
+		pkt[len(pkt)-1] ^= 0xff
+	}
+	if _, err := f.conn.WriteToUDP(pkt, f.to); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// counters polls side until the counter name reaches want (or a second
+// passes) and returns the counters.
+func waitCounter(t *testing.T, side *verbstest.Side, name string, want uint64) map[string]uint64 {
+	t.Helper()
+	wcs := make([]verbsio.WC, 4)
+	deadline := time.Now().Add(time.Second)
+	for {
+		side.CQ.Poll(wcs[:0])
+		c := side.Ctx.Impl().(*soft.Context).Counters()
+		if c[name] >= want || time.Now().After(deadline) {
+			return c
+		}
+	}
+}
+
+// TestForeignPackets feeds a udp_lo QP packets from another stack's
+// socket. A SEND from the peer's address but another source port (rxe
+// sends from a port of its flow label, not from 4791) is received; a SEND
+// from another address is dropped as wrong_peer, and packets with a bad
+// ICRC, an unknown QPN, a bad P_Key or a malformed header are dropped and
+// counted, the QP unharmed.
+func TestForeignPackets(t *testing.T) {
+	p := verbstest.NewPair(t, verbstest.PairConfig{Device: "udp_lo", Open: verbsio.OpenOptions{UDPPort: -1}, NoProgress: true})
+	b := p.B
+	for i := 0; i < 4; i++ {
+		if _, err := b.QP.PostRecv([]verbsio.RecvWR{{ID: uint64(i), SGL: []verbsio.SGE{b.MR.SGE(i*64, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ePSN := b.Endpoint().PSN // what A starts with, so what B expects
+	send := func(n uint32, payload string) roce.Packet {
+		return roce.Packet{BTH: roce.BTH{Opcode: roce.RCSendOnly, PKey: roce.DefaultPKey, DestQP: b.QP.QPN(), AckReq: true, PSN: psn.PSN(n)},
+			Payload: []byte(payload)}
+	}
+	before := b.Ctx.Impl().(*soft.Context).Counters()
+
+	// From another address: dropped.
+	other := newForeign(t, "127.0.0.2", b)
+	other.send(send(ePSN, "intruder"), false)
+	c := waitCounter(t, b, "wrong_peer", before["wrong_peer"]+1)
+	if c["wrong_peer"] != before["wrong_peer"]+1 {
+		t.Fatalf("a SEND from 127.0.0.2 to a QP connected to 127.0.0.1: wrong_peer %d -> %d", before["wrong_peer"], c["wrong_peer"])
+	}
+
+	// Damaged packets from the right address: dropped and counted.
+	rx := newForeign(t, "127.0.0.1", b)
+	bad := send(ePSN, "bad icrc")
+	rx.send(bad, true)
+	unknown := send(ePSN, "unknown qp")
+	unknown.BTH.DestQP ^= 0x5a5a
+	rx.send(unknown, false)
+	pkey := send(ePSN, "bad pkey")
+	pkey.BTH.PKey = 0x1234
+	rx.send(pkey, false)
+	c = waitCounter(t, b, "bad_pkey", before["bad_pkey"]+1)
+	for _, name := range []string{"icrc_errors", "unknown_qp", "bad_pkey"} {
+		if c[name] != before[name]+1 {
+			t.Errorf("%s %d -> %d, want one more", name, before[name], c[name])
+		}
+	}
+	if _, err := rx.conn.WriteToUDP([]byte{1, 2, 3}, rx.to); err != nil { // shorter than a BTH
+		t.Fatal(err)
+	}
+	c = waitCounter(t, b, "malformed", before["malformed"]+1)
+	if c["malformed"] != before["malformed"]+1 {
+		t.Errorf("malformed %d -> %d for a 3-byte datagram", before["malformed"], c["malformed"])
+	}
+
+	// The SEND from another source port of the peer's address lands.
+	if rx.from.Port() == p.A.LID {
+		t.Fatal("the test socket got the peer's own port")
+	}
+	rx.send(send(ePSN, "hello from rxe"), false)
+	wcs := make([]verbsio.WC, 4)
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		n, err := b.CQ.Poll(wcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			wc := wcs[0]
+			if wc.Status != verbsio.StatusSuccess || !wc.Opcode.IsRecv() || wc.ByteLen != 14 {
+				t.Fatalf("completion %+v, want a 14-byte receive", wc)
+			}
+			if got := string(b.Buf[:14]); got != "hello from rxe" {
+				t.Fatalf("received %q", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no receive completion for a SEND from 127.0.0.1:%d; counters %v", rx.from.Port(), b.Ctx.Impl().(*soft.Context).Counters())
+		}
+	}
+	if a, err := b.QP.Query(); err != nil || a.State != verbsio.QPStateRTS {
+		t.Fatalf("the QP is in %v (%v), want RTS", a.State, err)
+	}
+}
