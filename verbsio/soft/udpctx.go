@@ -71,6 +71,15 @@ type udpFabric struct {
 	connErr   []error // why a GID's socket could not be bound
 }
 
+// setGSO records whether the kernel segments for this context (TSO) and
+// why not.
+func (f *udpFabric) setGSO(ok bool, why error) {
+	f.gso, f.gsoWhy = ok, ""
+	if !ok && why != nil {
+		f.gsoWhy = why.Error()
+	}
+}
+
 // bindAddr is the address of GID i as a socket binds it (a link-local
 // IPv6 address needs its device as zone).
 func (f *udpFabric) bindAddr(i int) netip.Addr {
@@ -144,6 +153,7 @@ func openUDP(name string, o verbsio.OpenOptions) (*Context, error) {
 	if o.QueryOnly {
 		f.port, f.queryOnly = RoCEPort, true
 		f.c = new(udpCounters)
+		f.setGSO(udp.GSOSupported())
 		c.udp = f
 		return c, nil
 	}
@@ -163,11 +173,7 @@ func openUDP(name string, o verbsio.OpenOptions) (*Context, error) {
 			f.conns[i], f.connErr[i] = listenUDP(netip.AddrPortFrom(f.bindAddr(i), f.port))
 		}
 	}
-	f.gso, _ = conn.GSO()
-	if !f.gso {
-		_, why := conn.GSO()
-		f.gsoWhy = why.Error()
-	}
+	f.setGSO(conn.GSO())
 	f.stats, f.c = openStats(c.pid, c.nonce, name, dev.Name, f.port)
 	c.udp = f
 	return c, nil

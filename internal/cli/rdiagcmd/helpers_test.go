@@ -97,6 +97,9 @@ func udpDevice() *fakeDevice {
 	a.MaxMsgSize = 1 << 31
 	// The udp fabric's provider cannot tell the interface families yet.
 	a.Unknown = []string{"Interfaces"}
+	// The kernel cuts packets (UDP GSO), as on any Linux since 4.18.
+	a.TSO = verbsio.TSOCaps{MaxTSO: 61440, SupportedQP: []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC, verbsio.QPTypeUD}}
+	a.SendPaths = append(append([]string(nil), a.SendPaths...), "tso")
 	return &fakeDevice{
 		info: verbsio.DeviceInfo{Name: "udp_eth0", Provider: "soft", Fabric: "udp", Transport: "InfiniBand",
 			NodeGUID: 0x02aabbfffe000002, Netdev: "eth0", Ports: 1},

@@ -140,11 +140,8 @@ func Listen(addr netip.AddrPort) (*Conn, error) {
 	if s6, ok := sa.(*unix.SockaddrInet6); ok {
 		c.zone = s6.ZoneId
 	}
-	_, err = unix.GetsockoptInt(fd, unix.IPPROTO_UDP, udpSegment)
-	c.gso = err == nil
-	if !c.gso {
-		c.gsoErr = fmt.Errorf("kernel has no UDP_SEGMENT: %w", err)
-	}
+	c.gsoErr = probeGSO(fd)
+	c.gso = c.gsoErr == nil
 	c.setSlots(MaxDatagram)
 	for i := range c.shdr {
 		c.shdr[i].Hdr.Name = (*byte)(unsafe.Pointer(&c.sname[i]))
@@ -163,6 +160,27 @@ func (c *Conn) setSlots(size int) {
 		c.rhdr[i].Hdr.Name = (*byte)(unsafe.Pointer(&c.rname[i]))
 		c.rhdr[i].Hdr.Control = &c.rcmsg[i][0]
 	}
+}
+
+// probeGSO reports why UDP socket fd cannot send with UDP_SEGMENT, or nil.
+func probeGSO(fd int) error {
+	if _, err := unix.GetsockoptInt(fd, unix.IPPROTO_UDP, udpSegment); err != nil {
+		return fmt.Errorf("kernel has no UDP_SEGMENT: %w", err)
+	}
+	return nil
+}
+
+// GSOSupported reports whether this kernel's UDP sockets send with GSO
+// (UDP_SEGMENT), and why not, without binding a socket: for device
+// queries that must not take a port.
+func GSOSupported() (bool, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false, fmt.Errorf("UDP socket: %w", err)
+	}
+	defer unix.Close(fd)
+	err = probeGSO(fd)
+	return err == nil, err
 }
 
 // EnableGRO asks the kernel to coalesce runs of equal-size datagrams from
