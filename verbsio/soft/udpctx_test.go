@@ -1,6 +1,7 @@
 package soft_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/rperf/rperf/verbsio"
@@ -33,5 +34,30 @@ func TestProgressReadsSocketsInUse(t *testing.T) {
 		Remote: verbsio.RemoteAddr{Addr: p.B.MR.Addr(), RKey: p.B.MR.RKey()}}})
 	if wc := verbstest.PollOne(t, p.A.CQ); wc.Status != verbsio.StatusSuccess {
 		t.Fatal(wc.Status)
+	}
+}
+
+// TestQueryOnlyReportsTSO: a context opened for queries only (rdiag's)
+// reports the same TSO capability and send paths as one that binds its
+// sockets.
+func TestQueryOnlyReportsTSO(t *testing.T) {
+	attrs := make([]verbsio.DeviceAttr, 2)
+	for i, o := range []verbsio.OpenOptions{{UDPPort: -1}, {QueryOnly: true}} {
+		dev, err := verbsio.OpenWith("udp_lo", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrs[i], err = dev.QueryDevice()
+		dev.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if attrs[0].TSO.MaxTSO == 0 {
+		t.Skip("this kernel has no UDP GSO, so neither context has TSO")
+	}
+	if attrs[1].TSO.MaxTSO != attrs[0].TSO.MaxTSO || !slices.Equal(attrs[1].SendPaths, attrs[0].SendPaths) {
+		t.Errorf("query-only context: max_tso %d, send paths %v; bound context: %d, %v",
+			attrs[1].TSO.MaxTSO, attrs[1].SendPaths, attrs[0].TSO.MaxTSO, attrs[0].SendPaths)
 	}
 }
