@@ -1,6 +1,7 @@
 package rperfcmd
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -219,7 +220,12 @@ func parseSize(s string) (int, error) {
 		}
 	}
 	v, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || v < 0 || v > math.MaxInt32*4/mult {
+	// A well-formed size too large for an int: no device takes it, and the
+	// device's limit is not known yet.
+	if errors.Is(err, strconv.ErrRange) && v > 0 || err == nil && v > math.MaxInt/mult {
+		return 0, fmt.Errorf("%q is too large: a size is at most %d bytes", s, math.MaxInt)
+	}
+	if err != nil || v < 0 {
 		return 0, fmt.Errorf("%q is not a size (a number of bytes, optionally with K, M or G)", s)
 	}
 	return int(v * mult), nil
@@ -428,8 +434,10 @@ func (o *options) sizesFor(attr verbsio.DeviceAttr, port verbsio.PortAttr, dev s
 	if !o.all {
 		n := o.sizes[0]
 		switch {
-		case n < 1 || int64(n) > maxMsg:
+		case n < 1:
 			return nil, cli.Usagef("-s %s: message size must be between 1 and %d (%s's max_msg_sz)", o.size, maxMsg, dev)
+		case int64(n) > maxMsg:
+			return nil, cli.Usagef("-s %s: message size must be between 1 and %d (%s's max_msg_sz); use -s %d or less", o.size, maxMsg, dev, maxMsg)
 		case o.qpType == verbsio.QPTypeUD && n > mtu:
 			return nil, cli.Usagef("-s %s: a UD message must fit in the path MTU (%d bytes); use -s %d or less, or -c RC", o.size, mtu, mtu)
 		}

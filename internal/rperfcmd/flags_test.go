@@ -210,6 +210,9 @@ func TestBadFlags(t *testing.T) {
 		{"send-lat", []string{"-c", "DC"}, "DC is not supported"},
 		{"write-lat", []string{"-s", "1x"}, "not a size"},
 		{"write-lat", []string{"-s", "-5"}, "not a size"},
+		{"write-lat", []string{"-s", "9999999999G"}, `-s 9999999999G: "9999999999G" is too large: a size is at most `},
+		{"write-lat", []string{"-s", "99999999999999999999"}, "is too large: a size is at most"},
+		{"write-lat", []string{"-a", "--max-size", "9999999999G"}, "--max-size 9999999999G: \"9999999999G\" is too large"},
 		{"write-lat", []string{"-a", "-s", "8"}, "-a and -s conflict"},
 		{"write-lat", []string{"-a", "--max-size", "1"}, "give 2 or more"},
 		{"write-lat", []string{"-n", "0"}, "at least 5 iterations"},
@@ -265,7 +268,11 @@ func TestDeviceLimits(t *testing.T) {
 		env     bool
 	}{
 		{"write-lat", []string{"-s", "0"}, "-s 0: message size must be between 1 and 1048576 (dev's max_msg_sz)", false},
-		{"write-lat", []string{"-s", "2M"}, "between 1 and 1048576 (dev's max_msg_sz)", false},
+		{"write-lat", []string{"-s", "2M"}, "-s 2M: message size must be between 1 and 1048576 (dev's max_msg_sz); use -s 1048576 or less", false},
+		// Sizes past 4 GiB are sizes too, above the device's limit.
+		{"write-lat", []string{"-s", "8G"}, "-s 8G: message size must be between 1 and 1048576 (dev's max_msg_sz); use -s 1048576 or less", false},
+		{"write-bw", []string{"-s", "1024G"}, "-s 1024G: message size must be between 1 and 1048576 (dev's max_msg_sz); use -s 1048576 or less", false},
+		{"write-lat", []string{"-s", "8589934592"}, "between 1 and 1048576 (dev's max_msg_sz); use -s 1048576 or less", false},
 		{"send-lat", []string{"-c", "UD", "-s", "2048"}, "must fit in the path MTU (1024 bytes)", false},
 		{"write-lat", []string{"-I", "128"}, "-I 128: inline size must be at most 64 (dev's max_inline_data)", false},
 		{"write-bw", []string{"-I", "128"}, "at most 64 (dev's max_inline_data)", false},
@@ -302,6 +309,14 @@ func TestDeviceLimits(t *testing.T) {
 	}
 	if err := o.checkDevice(small, "dev"); err != nil {
 		t.Errorf("default inline on a small device: %v", err)
+	}
+	// -a up to a --max-size past 4 GiB: capped at the device's max_msg_sz.
+	o, err := parse(t, "write-bw", "-a", "--max-size", "8G")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sizes, err := o.sizesFor(small, port, "dev"); err != nil || sizes[len(sizes)-1] != 1<<20 {
+		t.Errorf("-a --max-size 8G: sizes %v, %v; want up to 1048576", sizes, err)
 	}
 }
 

@@ -143,7 +143,10 @@ func (c *pacingCmd) validate(args []string) error {
 		return cli.Usagef("--validate applies to the test commands; pacing measures timing only")
 	}
 	size, err := parseSize(o.size)
-	if err != nil || size < 1 {
+	switch {
+	case err != nil:
+		return cli.Usagef("-s %s: %v", o.size, err)
+	case size < 1:
 		return cli.Usagef("-s %s: give a message size of at least 1 byte", o.size)
 	}
 	cfg := pacing.Default()
