@@ -466,6 +466,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"write-bw", "--hgrm", "x.hgrm"}, 2, "--hgrm x.hgrm applies to latency tests only"},
 		{[]string{"write-lat", "--json", "-", "--hgrm", "-"}, 2, "both want stdout"},
 		{[]string{"write-lat", "--json", "/nonexistent/dir/r.json", "--loopback"}, 2, "cannot create the file"},
+		{[]string{"write-lat", "--hgrm", "/nonexistent/dir/l.hgrm", "--loopback"}, 2, "--hgrm /nonexistent/dir/l.hgrm: cannot create the file (no such file or directory); give a writable path"},
+		{[]string{"send-lat", "--hgrm", "/nonexistent/dir/l.hgrm", "-a", "--max-size", "4", "--loopback"}, 2, "--hgrm /nonexistent/dir/l-2.hgrm: cannot create the file"},
 		{[]string{"write-lat", "--loopback", "somehost"}, 2, "--loopback runs the server itself"},
 		{[]string{"write-lat", "a", "b"}, 2, "too many arguments"},
 		{[]string{"write-lat", "somehost", "-p", "0"}, 2, "-p 0: a client needs the server's port"},

@@ -41,6 +41,9 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer p.close()
+	if err := p.createHGRM(o); err != nil {
+		return err
+	}
 	if o.loopback {
 		return runLoopback(ctx, o, p, stdout, stderr)
 	}
@@ -57,6 +60,7 @@ type prepared struct {
 	dev      *verbsio.Context
 	sizes    []int
 	jsonFile *os.File
+	hgrm     map[int64]*os.File // --hgrm's files by message size, not yet written
 	env      reports.Env
 	ok       bool // the run succeeded: keep the JSON file
 }
@@ -106,7 +110,8 @@ func prepare(o *options) (p *prepared, err error) {
 	return p, nil
 }
 
-// close releases the device and removes an unwritten JSON file.
+// close releases the device and removes an unwritten JSON file and
+// unwritten .hgrm files.
 func (p *prepared) close() {
 	if p.jsonFile != nil {
 		p.jsonFile.Close()
@@ -114,6 +119,11 @@ func (p *prepared) close() {
 			os.Remove(p.jsonFile.Name())
 		}
 		p.jsonFile = nil
+	}
+	for n, f := range p.hgrm {
+		f.Close()
+		os.Remove(f.Name())
+		delete(p.hgrm, n)
 	}
 	if p.dev != nil {
 		p.dev.Close()
@@ -185,7 +195,7 @@ func runSide(ctx context.Context, o *options, p *prepared, stdout, stderr io.Wri
 			return err
 		}
 	}
-	if err := writeHGRM(o, results, stdout, out); err != nil {
+	if err := writeHGRM(o, p.hgrm, results, stdout, out); err != nil {
 		return err
 	}
 	p.ok = true
@@ -193,7 +203,7 @@ func runSide(ctx context.Context, o *options, p *prepared, stdout, stderr io.Wri
 }
 
 // createOutput creates an output file early, so that a bad path fails
-// before the test runs. "" and "-" create nothing.
+// before the test runs. "" and "-" create nothing. --json and --hgrm use it.
 func createOutput(path, flag string) (*os.File, error) {
 	if path == "" || path == "-" {
 		return nil, nil
@@ -298,9 +308,36 @@ func fillExtra(x map[string]string, o *options, in latency.Info) {
 	}
 }
 
-// writeHGRM writes each latency result's histogram: to --hgrm FILE for one
-// size, FILE-<size>.hgrm (before the extension) for several.
-func writeHGRM(o *options, results []reports.Result, stdout, out io.Writer) error {
+// hgrmName is --hgrm's file for a size: FILE for one size, FILE-<size>.hgrm
+// (before the extension) for several.
+func hgrmName(path string, size int64, several bool) string {
+	if !several {
+		return path
+	}
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "-" + strconv.FormatInt(size, 10) + ext
+}
+
+// createHGRM creates --hgrm's files, one per size, before the test runs,
+// as --json's file is: a path that cannot be written fails at once.
+func (p *prepared) createHGRM(o *options) error {
+	if o.hgrmPath == "" || o.hgrmPath == "-" {
+		return nil
+	}
+	p.hgrm = make(map[int64]*os.File, len(p.sizes))
+	for _, n := range p.sizes {
+		f, err := createOutput(hgrmName(o.hgrmPath, int64(n), len(p.sizes) > 1), "--hgrm")
+		if err != nil {
+			return err
+		}
+		p.hgrm[int64(n)] = f
+	}
+	return nil
+}
+
+// writeHGRM writes each latency result's histogram, to stdout for
+// --hgrm - or else to the file createHGRM made for its size.
+func writeHGRM(o *options, files map[int64]*os.File, results []reports.Result, stdout, out io.Writer) error {
 	if o.hgrmPath == "" || len(results) == 0 {
 		return nil
 	}
@@ -314,23 +351,22 @@ func writeHGRM(o *options, results []reports.Result, stdout, out io.Writer) erro
 	}
 	var written []string
 	for _, r := range results {
-		name := o.hgrmPath
-		if len(results) > 1 {
-			ext := filepath.Ext(name)
-			name = strings.TrimSuffix(name, ext) + "-" + strconv.FormatInt(r.Bytes, 10) + ext
+		f := files[r.Bytes]
+		if f == nil {
+			var err error
+			if f, err = createOutput(hgrmName(o.hgrmPath, r.Bytes, len(results) > 1), "--hgrm"); err != nil {
+				return err
+			}
 		}
-		f, err := os.Create(name)
-		if err != nil {
-			return fmt.Errorf("--hgrm %s: %v", name, errors.Unwrap(err))
-		}
-		err = reports.WriteResultHGRM(f, r)
+		delete(files, r.Bytes)
+		err := reports.WriteResultHGRM(f, r)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("--hgrm %s: %w", name, err)
+			return fmt.Errorf("--hgrm %s: %w", f.Name(), err)
 		}
-		written = append(written, name)
+		written = append(written, f.Name())
 	}
 	if len(written) > 1 {
 		fmt.Fprintf(out, " histograms: %s\n", strings.Join(written, ", "))
