@@ -2,7 +2,9 @@ package rperfcmd
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -185,6 +187,73 @@ func TestCompareDefaults(t *testing.T) {
 	c, _ = parseCompare(t, "paths", "--paths", "generic,dm", "-s", "200K")
 	if err := c.choosePaths(shmPaths, []int{200 << 10}); err == nil || !strings.Contains(err.Error(), "need 409600 bytes of device memory, more than shm0's 262144") {
 		t.Errorf("200 KiB dm: %v", err)
+	}
+}
+
+// helpDefault is the default --help shows for a flag, "" for none.
+func helpDefault(t *testing.T, fs *pflag.FlagSet, name string) string {
+	t.Helper()
+	for _, line := range strings.Split(fs.FlagUsages(), "\n") {
+		if !strings.Contains(line, "--"+name+" ") {
+			continue
+		}
+		_, def, ok := strings.Cut(line, "(default ")
+		if !ok {
+			return ""
+		}
+		return strings.Trim(strings.TrimSuffix(def, ")"), `"`)
+	}
+	t.Fatalf("--help has no --%s", name)
+	return ""
+}
+
+// TestCompareHelpDefaults checks that the defaults --help shows are the
+// ones a run without the flags uses.
+func TestCompareHelpDefaults(t *testing.T) {
+	_, cmd := pathsCommand()
+	fs := cmd.Flags()
+	c, err := parseCompare(t, "paths")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lat, err := parseCompare(t, "paths", "--test", "write-lat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.o
+	for _, f := range []struct{ name, want string }{
+		{"size", strconv.Itoa(o.sizes[0])},
+		{"iters", fmt.Sprintf("%d; latency tests %d", o.iters, lat.o.iters)},
+		{"post_list", strconv.Itoa(o.postList)},
+		{"inline_size", ""}, // 0, shown as none
+		{"test", o.k.command()},
+	} {
+		if got := helpDefault(t, fs, f.name); got != f.want {
+			t.Errorf("paths --help: --%s default %q, the run uses %q", f.name, got, f.want)
+		}
+	}
+	if !strings.Contains(cmd.Long, fmt.Sprintf("-s %d, -n %d", o.sizes[0], o.iters)) {
+		t.Errorf("paths' description does not say -s %d, -n %d", o.sizes[0], o.iters)
+	}
+
+	_, cmd = dmLatCommand()
+	fs = cmd.Flags()
+	c, err = parseCompare(t, "dm-lat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct{ name, want string }{
+		{"size", ""}, // -a
+		{"max-size", c.o.maxSize},
+		{"iters", strconv.Itoa(c.o.iters)},
+		{"inline_size", ""},
+	} {
+		if got := helpDefault(t, fs, f.name); got != f.want {
+			t.Errorf("dm-lat --help: --%s default %q, the run uses %q", f.name, got, f.want)
+		}
+	}
+	if !c.o.all || c.o.inline != 0 {
+		t.Errorf("dm-lat runs all %v inline %d", c.o.all, c.o.inline)
 	}
 }
 

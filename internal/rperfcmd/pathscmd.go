@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rperf/rperf/internal/cli"
 	"github.com/rperf/rperf/reports"
@@ -135,6 +136,7 @@ func newCompareCommand(c *compareCmd, def kind, short, long string) (*compareCmd
 	}
 	fs := cmd.Flags()
 	c.o.register(fs)
+	c.helpDefaults(fs)
 	fs.StringVar(&c.testName, "test", def.command(), "the test to run: "+c.testChoices())
 	fs.IntVar(&c.reps, "reps", paths.DefaultRepetitions, "runs per path, interleaved; each path's row is its median run")
 	if c.name == "paths" {
@@ -142,6 +144,22 @@ func newCompareCommand(c *compareCmd, def kind, short, long string) (*compareCmd
 	}
 	fs.MarkHidden(pathFlag)
 	return c, cmd
+}
+
+// helpDefaults makes --help show the comparison's defaults, which validate
+// applies, instead of the test command's.
+func (c *compareCmd) helpDefaults(fs *pflag.FlagSet) {
+	fs.Lookup("inline_size").DefValue = "0"
+	if c.name == "dm-lat" {
+		fs.Lookup("size").DefValue = "" // -a up to --max-size
+		fs.Lookup("max-size").Usage = "the largest size of -a"
+		fs.Lookup("max-size").DefValue = strconv.Itoa(dmLatMaxDefault)
+		fs.Lookup("iters").DefValue = strconv.Itoa(pathsLatIters)
+		return
+	}
+	fs.Lookup("size").DefValue = strconv.Itoa(pathsBWSize)
+	fs.Lookup("iters").DefValue = fmt.Sprintf("%d; latency tests %d", pathsBWIters, pathsLatIters)
+	fs.Lookup("post_list").DefValue = strconv.Itoa(pathsPostList)
 }
 
 func (c *compareCmd) testChoices() string {
