@@ -156,3 +156,67 @@ func TestForeignPackets(t *testing.T) {
 		t.Fatalf("the QP is in %v (%v), want RTS", a.State, err)
 	}
 }
+
+// TestForeignRCResponder drives a udp_lo RC responder with hand-built
+// requests from its peer's address, each RC rule on purpose: a PSN past
+// the expected one is NAKed (sequence error) and not executed; a FETCH_ADD
+// applies once, its duplicate is answered from the cache and not applied
+// again; a duplicate READ is executed again (counted as a duplicate, the
+// QP unharmed); a SEND with no receive posted gets an RNR NAK.
+func TestForeignRCResponder(t *testing.T) {
+	p := verbstest.NewPair(t, verbstest.PairConfig{Device: "udp_lo", Open: verbsio.OpenOptions{UDPPort: -1}, NoProgress: true})
+	b := p.B
+	rx := newForeign(t, "127.0.0.1", b)
+	e := psn.PSN(b.Endpoint().PSN)
+	base := b.Ctx.Impl().(*soft.Context).Counters()
+	delta := func(name string) uint64 {
+		return b.Ctx.Impl().(*soft.Context).Counters()[name] - base[name]
+	}
+	hdr := func(op roce.Opcode, n psn.PSN) roce.BTH {
+		return roce.BTH{Opcode: op, PKey: roce.DefaultPKey, DestQP: b.QP.QPN(), AckReq: true, PSN: n}
+	}
+
+	// A sequence error: the WRITE at e+5 is NAKed and its data not placed.
+	b.Buf[100] = 0
+	rx.send(roce.Packet{BTH: hdr(roce.RCWriteOnly, e.Add(5)), RETH: roce.RETH{VA: b.MR.Addr() + 100, RKey: b.MR.RKey(), DMALen: 4},
+		Payload: []byte{1, 2, 3, 4}}, false)
+	waitCounter(t, b, "nak_sent", base["nak_sent"]+1)
+	if delta("out_of_seq_request") != 1 || delta("nak_sent") != 1 || b.Buf[100] != 0 {
+		t.Errorf("WRITE past a gap: out_of_seq %d, nak_sent %d, byte %d; want 1, 1, untouched",
+			delta("out_of_seq_request"), delta("nak_sent"), b.Buf[100])
+	}
+
+	// FETCH_ADD at e, then the same packet again.
+	word := b.MR.Addr() + 512
+	b.Buf[512] = 40
+	fa := roce.Packet{BTH: hdr(roce.RCFetchAdd, e), AtomicETH: roce.AtomicETH{VA: word, RKey: b.MR.RKey(), SwapAdd: 2}}
+	rx.send(fa, false)
+	waitCounter(t, b, "rcvd_pkts", base["rcvd_pkts"]+2)
+	rx.send(fa, false)
+	waitCounter(t, b, "duplicate_request", base["duplicate_request"]+1)
+	if b.Buf[512] != 42 || delta("duplicate_request") != 1 {
+		t.Errorf("FETCH_ADD 2 to 40, then its duplicate: the word is %d, duplicates %d; want 42 and 1", b.Buf[512], delta("duplicate_request"))
+	}
+
+	// READ at e+1 (one response packet), then again.
+	rd := roce.Packet{BTH: hdr(roce.RCReadRequest, e.Add(1)), RETH: roce.RETH{VA: b.MR.Addr(), RKey: b.MR.RKey(), DMALen: 64}}
+	rx.send(rd, false)
+	waitCounter(t, b, "sent_pkts", base["sent_pkts"]+4) // NAK, two atomic ACKs (the duplicate's from the cache), one READ response
+	sent := delta("sent_pkts")
+	rx.send(rd, false)
+	waitCounter(t, b, "duplicate_request", base["duplicate_request"]+2)
+	waitCounter(t, b, "sent_pkts", base["sent_pkts"]+sent+1)
+	if delta("duplicate_request") != 2 || delta("sent_pkts") != sent+1 {
+		t.Errorf("a duplicate READ: duplicates %d, packets sent %d then %d; want 2 and one more response", delta("duplicate_request"), sent, delta("sent_pkts"))
+	}
+
+	// A SEND at e+2 with no receive posted: RNR NAK.
+	rx.send(roce.Packet{BTH: hdr(roce.RCSendOnly, e.Add(2)), Payload: []byte("no buffer")}, false)
+	waitCounter(t, b, "rnr_nak_sent", base["rnr_nak_sent"]+1)
+	if delta("rnr_nak_sent") != 1 {
+		t.Errorf("SEND without a receive: rnr_nak_sent %d, want 1", delta("rnr_nak_sent"))
+	}
+	if a, err := b.QP.Query(); err != nil || a.State != verbsio.QPStateRTS {
+		t.Fatalf("the QP is in %v (%v), want RTS", a.State, err)
+	}
+}
