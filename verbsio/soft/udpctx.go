@@ -1,8 +1,10 @@
 package soft
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +66,13 @@ type udpFabric struct {
 
 	gso    bool
 	gsoWhy string
+
+	// senders are the sockets RC and UC QPs send from: one per source
+	// address and per-flow source port (newUDPPath). Setup adds them under
+	// senderMu; the fast path flushes the published list.
+	senderMu sync.Mutex
+	senderBy map[netip.AddrPort]*udp.Conn
+	senders  atomic.Pointer[[]*udp.Conn]
 
 	c         *udpCounters
 	stats     *statsFile
@@ -225,16 +234,58 @@ func (f *udpFabric) conn(i int) (*udp.Conn, error) {
 	return f.conns[i], nil
 }
 
+// sender returns the socket that sends from local, binding it on first
+// use. It is shared by the context's QPs of that flow port and closed with
+// the context.
+func (f *udpFabric) sender(local netip.AddrPort) (*udp.Conn, error) {
+	f.senderMu.Lock()
+	defer f.senderMu.Unlock()
+	if c := f.senderBy[local]; c != nil {
+		return c, nil
+	}
+	if len(f.senderBy) >= maxSenders {
+		return nil, fmt.Errorf("%d source ports bound already", maxSenders)
+	}
+	c, err := udp.ListenSender(local)
+	if err != nil {
+		return nil, err
+	}
+	if f.senderBy == nil {
+		f.senderBy = map[netip.AddrPort]*udp.Conn{}
+	}
+	f.senderBy[local] = c
+	list := []*udp.Conn{c}
+	if old := f.senders.Load(); old != nil {
+		list = append(list, *old...)
+	}
+	f.senders.Store(&list)
+	return c, nil
+}
+
+// maxSenders bounds a context's per-flow sockets; QPs beyond send from the
+// context's bound port.
+const maxSenders = 256
+
+// sendSockets calls fn for every socket the context sends from.
+func (f *udpFabric) sendSockets(fn func(*udp.Conn)) {
+	for _, c := range f.conns {
+		if c != nil {
+			fn(c)
+		}
+	}
+	if s := f.senders.Load(); s != nil {
+		for _, c := range *s {
+			fn(c)
+		}
+	}
+}
+
 // gidBit is GID index i's bit in udpFabric.inUse; the last bit stands for
 // every index from 63 on.
 func gidBit(i int) uint64 { return 1 << min(i, 63) }
 
 func (f *udpFabric) close() {
-	for _, c := range f.conns {
-		if c != nil {
-			c.Close()
-		}
-	}
+	f.sendSockets(func(c *udp.Conn) { c.Close() })
 	f.stats.close()
 }
 
@@ -368,6 +419,13 @@ func (f *udpFabric) flush() {
 	for _, c := range f.conns {
 		if c != nil && c.Pending() > 0 {
 			c.Flush()
+		}
+	}
+	if s := f.senders.Load(); s != nil {
+		for _, c := range *s {
+			if c.Pending() > 0 {
+				c.Flush()
+			}
 		}
 	}
 	f.off = 0
@@ -594,11 +652,9 @@ func (c *Context) Counters() map[string]uint64 {
 	for i, name := range counterNames {
 		m[name] = vals[i].Load()
 	}
-	for _, conn := range f.conns {
-		if conn != nil {
-			m["socket_drops"] += conn.Dropped.Load()
-			m["socket_send_errors"] += conn.SendErrors.Load()
-		}
-	}
+	f.sendSockets(func(conn *udp.Conn) {
+		m["socket_drops"] += conn.Dropped.Load()
+		m["socket_send_errors"] += conn.SendErrors.Load()
+	})
 	return m
 }

@@ -31,7 +31,11 @@ func fromPeer(from, to netip.AddrPort) bool {
 	return from.Addr().Unmap().WithZone("") == to.Addr().Unmap().WithZone("")
 }
 
-func newUDPPath(f *udpFabric, sgid int, dgid verbsio.GID, dlid uint16) (udpPath, error) {
+// newUDPPath is the path to a peer at dgid (port dlid, or 4791 when 0)
+// from the context's socket for GID sgid. A non-zero sport sends from a
+// socket of that source port instead (RoCEv2's per-flow port; see
+// udpFabric.sender), or, if it cannot be bound, from the GID's socket.
+func newUDPPath(f *udpFabric, sgid int, dgid verbsio.GID, dlid, sport uint16) (udpPath, error) {
 	conn, err := f.conn(sgid)
 	if err != nil {
 		return udpPath{}, err
@@ -45,6 +49,11 @@ func newUDPPath(f *udpFabric, sgid int, dgid verbsio.GID, dlid uint16) (udpPath,
 	if dst.Is4() != src.Unmap().Is4() {
 		return udpPath{}, verbsio.Errorf("modify_qp", unix.EINVAL,
 			"destination GID %s and source GID %s are of different IP families; pick a source GID of the same family (-x)", dgid, src)
+	}
+	if sport != 0 {
+		if sc, err := f.sender(netip.AddrPortFrom(conn.LocalAddr().Addr(), sport)); err == nil {
+			conn = sc
+		}
 	}
 	p := udpPath{conn: conn, to: netip.AddrPortFrom(dst, port), v4: dst.Is4()}
 	if p.v4 {
@@ -166,7 +175,11 @@ func (q *qp) udpModify(next verbsio.QPState, attr *verbsio.QPAttr, mask verbsio.
 			break
 		}
 		if q.typ == verbsio.QPTypeRC || q.typ == verbsio.QPTypeUC {
-			p, err := newUDPPath(f, int(attr.AH.SGIDIndex), attr.AH.DGID, attr.AH.DLID)
+			// The source port of the flow, as rxe and RoCE NICs pick it
+			// (rdma_get_udp_sport): from the flow label, or from both
+			// QP numbers when there is none.
+			sport := roce.UDPSourcePort(attr.AH.FlowLabel, q.qpn, attr.DestQPN)
+			p, err := newUDPPath(f, int(attr.AH.SGIDIndex), attr.AH.DGID, attr.AH.DLID, sport)
 			if err != nil {
 				return err
 			}
@@ -213,7 +226,7 @@ func (q *qp) udpReset() {
 func (a *ah) udpPath() *udpPath { return a.ud }
 
 func (c *Context) createUDPAH(p *pd, attr verbsio.AHAttr) (*ah, error) {
-	path, err := newUDPPath(c.udp, int(attr.SGIDIndex), attr.DGID, attr.DLID)
+	path, err := newUDPPath(c.udp, int(attr.SGIDIndex), attr.DGID, attr.DLID, 0)
 	if err != nil {
 		e := err.(*verbsio.Error)
 		e.Op = "create_ah"

@@ -97,13 +97,18 @@ func segments(f frame) (ips, udps, pkts [][]byte) {
 }
 
 // TestWireICRC runs traffic of every kind over the loopback device and
-// checks each packet as the kernel actually sent it: it decodes as RoCEv2
-// and its ICRC verifies against the real IP and UDP headers (the IP
-// identification included, which the engine must predict).
+// checks each packet as the kernel actually sent it: it decodes as RoCEv2,
+// its ICRC verifies against the real IP and UDP headers (the IP
+// identification included, which the engine must predict), and it leaves
+// from the flow's UDP source port.
 func TestWireICRC(t *testing.T) {
 	cap := openCapture(t, "lo")
 	p := verbstest.NewPair(t, verbstest.PairConfig{Device: "udp_lo", Open: verbsio.OpenOptions{UDPPort: -1}, BufSize: 1 << 16})
 	ports := map[uint16]bool{p.A.LID: true, p.B.LID: true}
+	sport := roce.UDPSourcePort(0, p.A.QP.QPN(), p.B.QP.QPN())
+	if sport != roce.UDPSourcePort(0, p.B.QP.QPN(), p.A.QP.QPN()) {
+		t.Fatal("the flow's source port depends on the direction")
+	}
 	remote := verbsio.RemoteAddr{Addr: p.B.MR.Addr(), RKey: p.B.MR.RKey()}
 	wrs := []verbsio.SendWR{
 		{ID: 1, Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{p.A.MR.SGE(0, 10000)}, Remote: remote},
@@ -136,8 +141,13 @@ func TestWireICRC(t *testing.T) {
 			continue
 		}
 		udp := ip[20:]
-		if !ports[binary.BigEndian.Uint16(udp[2:])] || !ports[binary.BigEndian.Uint16(udp[0:])] {
+		if !ports[binary.BigEndian.Uint16(udp[2:])] {
 			continue
+		}
+		// Both directions send from the flow's port, as rxe does:
+		// rdma_get_udp_sport of the QP numbers' flow label.
+		if sp := binary.BigEndian.Uint16(udp[0:]); sp != sport {
+			t.Errorf("a datagram to port %d from port %d, want the flow's source port %d", binary.BigEndian.Uint16(udp[2:]), sp, sport)
 		}
 		if f.gsoSize != 0 {
 			gso++

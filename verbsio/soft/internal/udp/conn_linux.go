@@ -93,9 +93,21 @@ func init() {
 // Listen binds a UDP socket to addr (port 0 picks a free port). IPv4
 // sockets set IP_MTU_DISCOVER to IP_PMTUDISC_DO: datagrams carry DF and,
 // on an unconnected socket, IP identification 0, which the ICRC covers.
-func Listen(addr netip.AddrPort) (*Conn, error) {
+func Listen(addr netip.AddrPort) (*Conn, error) { return listen(addr, false) }
+
+// ListenSender binds a socket that only sends, from addr: its port may be
+// shared with other senders (SO_REUSEPORT), as RoCEv2's per-flow source
+// ports are, and it has no receive slots (Recv must not be called). What
+// arrives on it is never read; its receive buffer is the smallest the
+// kernel allows.
+func ListenSender(addr netip.AddrPort) (*Conn, error) { return listen(addr, true) }
+
+func listen(addr netip.AddrPort, sendOnly bool) (*Conn, error) {
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
-	c := &Conn{v6: addr.Addr().Is6(), rbuf: make([]byte, Batch*MaxDatagram)}
+	c := &Conn{v6: addr.Addr().Is6()}
+	if !sendOnly {
+		c.rbuf = make([]byte, Batch*MaxDatagram)
+	}
 	family := unix.AF_INET
 	if c.v6 {
 		family = unix.AF_INET6
@@ -111,9 +123,15 @@ func Listen(addr netip.AddrPort) (*Conn, error) {
 	} else {
 		unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO)
 	}
-	for _, opt := range []int{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF} {
-		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, 8<<20) == nil {
-			break
+	if sendOnly {
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 0)
+	} else {
+		for _, opt := range []int{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF} {
+			if unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, 8<<20) == nil {
+				break
+			}
 		}
 	}
 	for _, opt := range []int{unix.SO_SNDBUFFORCE, unix.SO_SNDBUF} {
@@ -142,7 +160,9 @@ func Listen(addr netip.AddrPort) (*Conn, error) {
 	}
 	c.gsoErr = probeGSO(fd)
 	c.gso = c.gsoErr == nil
-	c.setSlots(MaxDatagram)
+	if !sendOnly {
+		c.setSlots(MaxDatagram)
+	}
 	for i := range c.shdr {
 		c.shdr[i].Hdr.Name = (*byte)(unsafe.Pointer(&c.sname[i]))
 	}
@@ -161,6 +181,8 @@ func (c *Conn) setSlots(size int) {
 		c.rhdr[i].Hdr.Control = &c.rcmsg[i][0]
 	}
 }
+
+var errSendOnly = errors.New("udp: Recv on a send-only socket (ListenSender)")
 
 // probeGSO reports why UDP socket fd cannot send with UDP_SEGMENT, or nil.
 func probeGSO(fd int) error {
@@ -390,6 +412,9 @@ func getSockaddr(sa *unix.RawSockaddrInet6) netip.AddrPort {
 // Recv reads up to Batch datagrams without blocking and returns them; the
 // slice and its buffers are valid until the next Recv.
 func (c *Conn) Recv() ([]In, error) {
+	if c.rbuf == nil {
+		return nil, errSendOnly
+	}
 	for i := range c.rhdr {
 		c.rhdr[i].Hdr.Namelen = unix.SizeofSockaddrInet6
 		c.rhdr[i].Len = 0
