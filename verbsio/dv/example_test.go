@@ -3,14 +3,16 @@ package dv_test
 import (
 	"fmt"
 	"log"
+	"unsafe"
 
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/dv"
 	_ "github.com/rperf/rperf/verbsio/soft"
 )
 
-// Example builds RDMA WRITE WQEs directly in a QP's send ring and rings
-// the doorbell once for the batch.
+// Example builds RDMA WRITE WQEs directly in a QP's send ring, writes the
+// doorbell record and rings once for the batch, then reads the completion
+// straight from the CQ's ring.
 func Example() {
 	// Two contexts of the built-in shared-memory device, each with a QP
 	// and a registered buffer, connected to each other.
@@ -53,30 +55,90 @@ func Example() {
 	}
 	copy(a.mr.Buf(), "direct verbs: WQEs written in the ring")
 
-	// Take the send ring and write four WQEs, each moving 8 bytes.
+	// Take the send ring and the CQ's ring.
 	q, err := dv.InitQP(a.qp)
 	if err != nil {
 		log.Fatal(err)
 	}
+	c, err := dv.InitCQ(a.cq)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// Write four WQEs in the ring, each moving 8 bytes, at free-running
+	// producer indices (slot = index mod Depth).
+	pi := q.Producer()
 	for i := 0; i < 4; i++ {
-		w, pos := q.Next()
+		w := q.WQE(pi)
 		*w = dv.SendWQE{WRID: uint64(i), Opcode: uint8(verbsio.OpRDMAWrite), NumSGE: 1,
 			RAddr: b.mr.Addr() + uint64(8*i), RKey: b.mr.RKey()}
 		if i == 3 {
 			w.Flags = uint8(verbsio.SendSignaled) // one completion for the batch
 		}
-		q.SGEs(pos, 1)[0] = a.mr.SGE(8*i, 8)
+		q.SGEs(pi, 1)[0] = a.mr.SGE(8*i, 8)
+		pi++
 	}
-	if err := q.Ring(); err != nil { // one doorbell
+	// One doorbell for the batch: the producer index into the doorbell
+	// record, then ring.
+	q.DBRec.Store(pi)
+	if err := q.RingDB(); err != nil {
 		log.Fatal(err)
 	}
-	var wc verbsio.WC
-	c, _ := dv.InitCQ(a.cq)
-	for !c.Poll(&wc) {
+
+	// Read the completion from the CQ's ring: the entry at the consumer
+	// index is ours when its slot's state word says ready; until then the
+	// CQ doorbell (Update) lets the engine progress.
+	ci := c.CI()
+	for c.State(ci) != dv.ReadyState(ci) {
+		if err := c.Update(); err != nil {
+			log.Fatal(err)
+		}
 	}
-	fmt.Printf("completion %d: %s\n", wc.ID, wc.Status)
+	e := c.Entry(ci)
+	fmt.Printf("completion %d: %s, WQE index %d\n", e.WRID, verbsio.Status(e.Status), e.WQEIndex)
+	c.Consume() // ci+1 into the CQ's doorbell record: the engine may reuse the slot
 	fmt.Printf("target: %q\n", b.mr.Buf()[:32])
 	// Output:
-	// completion 3: SUCCESS
+	// completion 3: SUCCESS, WQE index 3
 	// target: "direct verbs: WQEs written in th"
+}
+
+// ExampleSetAllocator takes a QP's send ring from the application's own
+// memory. On the shm fabric only send queues come from the allocator (peer
+// processes map receive queues and CQs); on udp, receive queues and CQs do
+// too.
+func ExampleSetAllocator() {
+	ctx, err := verbsio.Open("shm0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	res, err := dv.SetAllocator(ctx, dv.Allocator{
+		Alloc: func(r dv.Resource, size, align int) ([]byte, error) {
+			b := make([]byte, size+align)
+			off := (align - int(uintptr(unsafe.Pointer(&b[0]))%uintptr(align))) % align
+			fmt.Printf("alloc %s: %d bytes aligned to %d\n", r, size, align)
+			return b[off : off+size], nil
+		},
+		Free: func(r dv.Resource, buf []byte) { fmt.Printf("free %s: %d bytes\n", r, len(buf)) },
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("served:", res)
+	pd, _ := ctx.AllocPD()
+	cq, _ := ctx.CreateCQ(16)
+	qp, err := pd.CreateQP(verbsio.QPInitAttr{Type: verbsio.QPTypeRC, SendCQ: cq, RecvCQ: cq,
+		Cap: verbsio.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	q, _ := dv.InitQP(qp)
+	fmt.Printf("%d slots of %d bytes, then the doorbell record\n", q.Depth, q.Stride)
+	qp.Destroy()
+	// Output:
+	// served: send queue
+	// alloc send queue: 2112 bytes aligned to 64
+	// 16 slots of 128 bytes, then the doorbell record
+	// free send queue: 2112 bytes
 }

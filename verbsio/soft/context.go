@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/dv"
 	"github.com/rperf/rperf/verbsio/soft/internal/ring"
 	"github.com/rperf/rperf/verbsio/soft/internal/shm"
 	"golang.org/x/sys/unix"
@@ -33,6 +34,8 @@ type Context struct {
 	ahs     []atomic.Pointer[ah]
 	regions []atomic.Pointer[region]
 	ranges  atomic.Pointer[memIndex] // known local memory, for inline sends
+
+	extAlloc atomic.Pointer[dv.Allocator] // queue memory from the application (dv.SetAllocator)
 
 	mu        sync.Mutex // guards everything below
 	closed    bool
@@ -382,11 +385,11 @@ func (c *Context) Close() error {
 		}
 	}
 	c.mu.Unlock()
+	var ext []*extBuf
 	for _, q := range qps {
-		q.destroy(true)
+		ext = append(ext, q.destroy(true)...)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for i := range c.ahs {
 		if a := c.ahs[i].Load(); a != nil {
 			a.releaseLocked()
@@ -414,6 +417,8 @@ func (c *Context) Close() error {
 	for _, q := range c.cqs {
 		if q != nil {
 			q.cons = nil
+			ext = append(ext, q.ext)
+			q.ext = nil
 		}
 	}
 	for _, s := range c.srqs {
@@ -424,8 +429,12 @@ func (c *Context) Close() error {
 	c.allocs = nil
 	c.cqs = nil
 	c.srqs = nil
+	c.extAlloc.Store(nil)
 	localContexts.Delete(c.nonce)
-	return c.ctrlSeg.Close()
+	err := c.ctrlSeg.Close()
+	c.mu.Unlock()
+	freeAll(ext) // the application's allocator, without the context's locks
+	return err
 }
 
 func (c *Context) String() string { return fmt.Sprintf("%s(pid %d)", c.info.Name, c.pid) }

@@ -4,18 +4,23 @@ import (
 	"time"
 
 	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/dv"
 	"github.com/rperf/rperf/verbsio/soft/internal/ring"
 	"github.com/rperf/rperf/verbsio/soft/internal/shm"
 	"golang.org/x/sys/unix"
 )
 
 // cq is a completion queue: a completion ring in a shared segment that
-// this process consumes and peers produce into.
+// this process consumes and peers produce into (on the udp fabric, in a
+// buffer of the application's allocator when one is installed; reg is
+// nil then).
 type cq struct {
 	ctx   *Context
 	idx   uint32
 	tag   uint32
 	reg   *region
+	ext   *extBuf
+	mem   []byte // the ring's memory
 	ring  ring.CQ
 	cons  *ring.Consumer
 	depth int
@@ -49,6 +54,19 @@ func (c *Context) CreateCQ(attr verbsio.CQInitAttr) (verbsio.CQImpl, error) {
 		return nil, verbsio.Errorf("create_cq", unix.EINVAL, "cqe %d is outside 1..%d", attr.CQE, shmMaxCQE)
 	}
 	depth := pow2(attr.CQE)
+	ext, err := c.allocQueue("create_cq", dv.ResCQ, ring.CQSize(depth))
+	if err != nil {
+		return nil, err
+	}
+	q, err := c.createCQ(depth, ext)
+	if err != nil {
+		ext.free()
+		return nil, err
+	}
+	return q, nil
+}
+
+func (c *Context) createCQ(depth int, ext *extBuf) (*cq, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkOpen("create_cq"); err != nil {
@@ -64,23 +82,36 @@ func (c *Context) CreateCQ(attr verbsio.CQInitAttr) (verbsio.CQImpl, error) {
 	if idx < 0 {
 		return nil, verbsio.Errorf("create_cq", unix.ENOMEM, "more than %d completion queues", maxCQ)
 	}
-	reg, err := c.newRegion("rperf-cq", ring.CQSize(depth), false)
-	if err != nil {
-		return nil, err
+	var reg *region
+	var mem []byte
+	if ext != nil {
+		mem = ext.mem
+	} else {
+		var err error
+		if reg, err = c.newRegion("rperf-cq", ring.CQSize(depth), false); err != nil {
+			return nil, err
+		}
+		mem = reg.seg.Bytes()[:ring.CQSize(depth)]
 	}
-	r, err := ring.InitCQ(reg.seg.Bytes(), depth)
+	r, err := ring.InitCQ(mem, depth)
 	if err != nil {
-		c.dropRegion(reg)
+		if reg != nil {
+			c.dropRegion(reg)
+		}
 		return nil, verbsio.Errorf("create_cq", unix.EINVAL, "%v", err)
 	}
 	c.cqTag[idx]++
 	if c.cqTag[idx] == 0 {
 		c.cqTag[idx] = 1
 	}
-	q := &cq{ctx: c, idx: uint32(idx), tag: c.cqTag[idx], reg: reg, ring: r, cons: ring.NewConsumer(r), depth: depth,
+	q := &cq{ctx: c, idx: uint32(idx), tag: c.cqTag[idx], reg: reg, ext: ext, mem: mem, ring: r, cons: ring.NewConsumer(r), depth: depth,
 		deadGen: c.deadGen.Load()}
 	rec := c.ctrl.cq(q.idx)
-	rec.region.Store(reg.idx + 1)
+	if reg != nil {
+		rec.region.Store(reg.idx + 1)
+	} else {
+		rec.region.Store(0) // not in a shared segment: peers cannot map it (udp fabric)
+	}
 	rec.depth.Store(uint32(depth))
 	rec.tag.Store(q.tag)
 	c.cqs[idx] = q
@@ -100,22 +131,32 @@ func (q *cq) Depth() int { return q.depth }
 
 // Destroy implements verbsio.CQImpl.
 func (q *cq) Destroy() error {
+	ext, err := q.destroy()
+	ext.free() // the application's allocator, without the context's lock
+	return err
+}
+
+func (q *cq) destroy() (*extBuf, error) {
 	c := q.ctx
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if q.cons == nil {
-		return verbsio.Errorf("destroy_cq", unix.EINVAL, "completion queue already destroyed")
+		return nil, verbsio.Errorf("destroy_cq", unix.EINVAL, "completion queue already destroyed")
 	}
 	if q.users > 0 {
-		return verbsio.Errorf("destroy_cq", unix.EBUSY, "%d queue pairs still use the completion queue; destroy them first", q.users)
+		return nil, verbsio.Errorf("destroy_cq", unix.EBUSY, "%d queue pairs still use the completion queue; destroy them first", q.users)
 	}
 	c.ctrl.cq(q.idx).tag.Store(0)
 	if !c.closed {
 		c.cqs[q.idx] = nil
-		c.dropRegion(q.reg)
+		if q.reg != nil {
+			c.dropRegion(q.reg)
+		}
 	}
 	q.cons = nil
-	return nil
+	ext := q.ext
+	q.ext = nil
+	return ext, nil
 }
 
 // Poll implements verbsio.CQImpl.
@@ -126,6 +167,7 @@ func (q *cq) Poll(wcs []verbsio.WC) (int, error) {
 	c := q.ctx
 	c.lock()
 	defer c.unlock()
+	q.reap()
 	q.drive()
 	var e ring.CQE
 	n := 0
@@ -191,8 +233,7 @@ func (q *cq) ringError() error {
 }
 
 // deliver turns a ring entry into a work completion and applies its side
-// effects on the owning QP: a send completion frees send queue slots; an
-// error completion moves the QP to ERR.
+// effects.
 func (q *cq) deliver(e *ring.CQE, wc *verbsio.WC) {
 	*wc = verbsio.WC{
 		ID:        e.WRID,
@@ -205,15 +246,40 @@ func (q *cq) deliver(e *ring.CQE, wc *verbsio.WC) {
 		SrcQP:     e.SrcQP,
 		Flags:     verbsio.WCFlags(e.Flags),
 	}
+	q.apply(e)
+}
+
+// apply applies the side effects of consuming e on the owning QP: a send
+// completion frees send queue slots; an error completion moves the QP to
+// ERR.
+func (q *cq) apply(e *ring.CQE) {
 	qp := q.ctx.qps[qpIndex(e.QPN)].Load()
 	if qp == nil || qp.qpn != e.QPN {
 		return
 	}
-	if !wc.Opcode.IsRecv() {
+	if !verbsio.WCOpcode(e.Opcode).IsRecv() {
 		qp.retire(e.SQIdx)
 	}
-	if wc.Status != verbsio.StatusSuccess && wc.Status != verbsio.StatusWRFlushErr {
+	if st := verbsio.Status(e.Status); st != verbsio.StatusSuccess && st != verbsio.StatusWRFlushErr {
 		qp.toErr()
+	}
+}
+
+// reap frees the slots an application read straight from the ring (direct
+// verbs), those before the ring's doorbell record, applying their entries'
+// side effects as if they had been polled. It stops at a slot that is not
+// ready: a record past what was produced frees nothing more.
+func (q *cq) reap() {
+	ci := q.ring.Header().DBRec.Load()
+	if int32(ci-q.cons.Pos()) <= 0 {
+		return
+	}
+	var e ring.CQE
+	for int32(ci-q.cons.Pos()) > 0 {
+		if st, _ := q.cons.Poll(&e); st != ring.Ready {
+			return
+		}
+		q.apply(&e)
 	}
 }
 
@@ -319,6 +385,7 @@ func (q *cq) Wait(timeout time.Duration) error {
 
 // ready reports whether Poll would return something (an entry or an error).
 func (q *cq) ready() bool {
+	q.reap()
 	h := q.ring.Header()
 	if st, pid := q.cons.Peek(); st == ring.Ready {
 		return true

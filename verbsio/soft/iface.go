@@ -222,6 +222,7 @@ func (p *cqPoll) PollCount(max int) (int, error) {
 	c := q.ctx
 	c.lock()
 	defer c.unlock()
+	q.reap()
 	q.drive()
 	n := 0
 	for n < max {
@@ -251,6 +252,7 @@ func (p *cqPoll) PollLength() (uint32, error) {
 	c := q.ctx
 	c.lock()
 	defer c.unlock()
+	q.reap()
 	q.drive()
 	st, _ := q.cons.Poll(&p.e)
 	if st != ring.Ready {

@@ -1,14 +1,20 @@
 package soft
 
 import (
+	"sync/atomic"
+	"unsafe"
+
 	"github.com/rperf/rperf/internal/pace"
 	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/dv"
 	"github.com/rperf/rperf/verbsio/soft/internal/ring"
 	"golang.org/x/sys/unix"
 )
 
 // qp is a queue pair. Its receive ring and send ring share one segment:
-// the receive ring first (peers map it), then the send ring.
+// the receive ring first (peers map it), then the send ring and its
+// doorbell record. Either may instead come from the application's
+// allocator (dv.SetAllocator); reg is nil when both do.
 type qp struct {
 	ctx      *Context
 	pd       *pd
@@ -18,8 +24,11 @@ type qp struct {
 	rec      *qpRecord
 	reg      *region
 	sq       ring.SQ
-	sqMem    []byte  // the send ring's memory (direct verbs)
-	rq       ring.RQ // invalid when the QP receives through an SRQ
+	sqMem    []byte         // the send ring's memory (direct verbs)
+	dbrec    *atomic.Uint32 // the send doorbell record, after the ring (direct verbs)
+	sqExt    *extBuf        // the application's buffer holding the send ring, or nil
+	rqExt    *extBuf        // the application's buffer holding the receive ring, or nil
+	rq       ring.RQ        // invalid when the QP receives through an SRQ
 	srq      *srq
 	cap      verbsio.QPCap
 	sqSigAll bool
@@ -137,9 +146,36 @@ func (p *pd) CreateQP(attr verbsio.QPInitAttr) (verbsio.QPImpl, error) {
 	} else {
 		cp.MaxRecvWR = 0
 	}
-	rqBytes := (ring.RQSize(rqDepth, cp.MaxRecvSGE) + 63) &^ 63
+	rqBytes := 0 // a QP on an SRQ has no receive ring
+	if s == nil {
+		rqBytes = (ring.RQSize(rqDepth, cp.MaxRecvSGE) + 63) &^ 63
+	}
 	sqBytes := ring.SQSize(cp.MaxSendWR, cp.MaxSendSGE, cp.MaxInlineData)
 
+	// Buffers from the application's allocator are taken, and on failure
+	// given back, without c.mu held.
+	sqExt, err := c.allocQueue("create_qp", dv.ResSendQueue, sqBytes+dv.DBRecSize)
+	if err != nil {
+		return nil, err
+	}
+	var rqExt *extBuf
+	if rqBytes > 0 {
+		if rqExt, err = c.allocQueue("create_qp", dv.ResRecvQueue, rqBytes); err != nil {
+			sqExt.free()
+			return nil, err
+		}
+	}
+	q, err := p.createQP(attr, cp, s, sendCQ, recvCQ, rqDepth, rqBytes, sqBytes, rqExt, sqExt)
+	if err != nil {
+		sqExt.free()
+		rqExt.free()
+		return nil, err
+	}
+	return q, nil
+}
+
+func (p *pd) createQP(attr verbsio.QPInitAttr, cp verbsio.QPCap, s *srq, sendCQ, recvCQ *cq, rqDepth, rqBytes, sqBytes int, rqExt, sqExt *extBuf) (*qp, error) {
+	c := p.ctx
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkOpen("create_qp"); err != nil {
@@ -155,17 +191,43 @@ func (p *pd) CreateQP(attr verbsio.QPInitAttr) (verbsio.QPImpl, error) {
 	if idx < 0 {
 		return nil, verbsio.Errorf("create_qp", unix.ENOMEM, "more than %d queue pairs", maxQP)
 	}
-	reg, err := c.newRegion("rperf-qp", rqBytes+sqBytes, false)
-	if err != nil {
-		return nil, err
+	// The shared segment holds what the allocator did not supply.
+	var reg *region
+	var rqMem, sqMem []byte
+	if rqExt != nil {
+		rqMem = rqExt.mem
 	}
-	mem := reg.seg.Bytes()
+	if sqExt != nil {
+		sqMem = sqExt.mem
+	}
+	seg := 0
+	if rqExt == nil {
+		seg += rqBytes
+	}
+	if sqExt == nil {
+		seg += sqBytes + dv.DBRecSize
+	}
+	if seg > 0 {
+		var err error
+		if reg, err = c.newRegion("rperf-qp", seg, false); err != nil {
+			return nil, err
+		}
+		mem := reg.seg.Bytes()
+		if rqExt == nil {
+			rqMem = mem[:rqBytes:rqBytes]
+			mem = mem[rqBytes:]
+		}
+		if sqExt == nil {
+			sqMem = mem[: sqBytes+dv.DBRecSize : sqBytes+dv.DBRecSize]
+		}
+	}
 	q := &qp{ctx: c, pd: p, typ: attr.Type, idx: uint32(idx), reg: reg, srq: s, cap: cp, sqSigAll: attr.SQSigAll,
-		sendCQ: sendCQ, recvCQ: recvCQ, state: verbsio.QPStateReset, seg: attr.Segmenter}
-	q.sqMem = mem[rqBytes : rqBytes+sqBytes : rqBytes+sqBytes]
+		sendCQ: sendCQ, recvCQ: recvCQ, state: verbsio.QPStateReset, seg: attr.Segmenter, sqExt: sqExt, rqExt: rqExt}
+	q.sqMem = sqMem[:sqBytes:sqBytes]
+	q.dbrec = (*atomic.Uint32)(unsafe.Pointer(&sqMem[sqBytes]))
 	q.sq, _ = ring.ViewSQ(q.sqMem, cp.MaxSendWR, cp.MaxSendSGE, cp.MaxInlineData)
 	if s == nil {
-		q.rq, _ = ring.ViewRQ(mem[:rqBytes], rqDepth, cp.MaxRecvSGE)
+		q.rq, _ = ring.ViewRQ(rqMem, rqDepth, cp.MaxRecvSGE)
 	}
 	c.qpTag[idx]++
 	if c.qpTag[idx] >= 1<<(24-qpIndexBits) || c.qpTag[idx] == 0 {
@@ -188,7 +250,11 @@ func (p *pd) CreateQP(attr verbsio.QPInitAttr) (verbsio.QPImpl, error) {
 	rec.destNonce.Store(0)
 	rec.qkey.Store(0)
 	rec.access.Store(0)
-	rec.ringRegion.Store(reg.idx + 1)
+	if reg != nil && rqExt == nil && s == nil {
+		rec.ringRegion.Store(reg.idx + 1)
+	} else {
+		rec.ringRegion.Store(0) // no receive ring in a shared segment (SRQ, or the udp fabric's allocator)
+	}
 	rec.rqDepth.Store(uint32(rqDepth))
 	rec.rqMaxSGE.Store(uint32(cp.MaxRecvSGE))
 	if s != nil {
@@ -370,6 +436,7 @@ func (q *qp) reset() {
 	q.dropPeer()
 	q.udpReset()
 	q.sqPI, q.sqExec, q.sqDone = 0, 0, 0
+	q.dbrec.Store(0)
 	if q.rq.Valid() {
 		h := q.rq.Header()
 		h.PI.Store(0)
@@ -496,12 +563,15 @@ func (q *qp) Destroy() error {
 		return verbsio.Errorf("destroy_qp", unix.EINVAL, "queue pair already destroyed")
 	}
 	q.ctx.lock()
-	q.destroy(false)
+	ext := q.destroy(false)
 	q.ctx.unlock()
+	freeAll(ext) // the application's allocator, without the engine's locks
 	return nil
 }
 
-func (q *qp) destroy(closing bool) {
+// destroy releases the QP and returns the buffers of the application's
+// allocator it held, for the caller to free once it holds no lock.
+func (q *qp) destroy(closing bool) []*extBuf {
 	q.unblock()
 	q.dropPeer()
 	c := q.ctx
@@ -520,8 +590,13 @@ func (q *qp) destroy(closing bool) {
 	}
 	q.pd.users--
 	c.qps[q.idx].Store(nil)
-	c.dropRegion(q.reg)
+	if q.reg != nil {
+		c.dropRegion(q.reg)
+	}
 	q.state = verbsio.QPStateReset
+	ext := []*extBuf{q.sqExt, q.rqExt}
+	q.sqExt, q.rqExt = nil, nil
+	return ext
 }
 
 func removeQP(list []*qp, q *qp) []*qp {

@@ -31,6 +31,12 @@ type CQHeader struct {
 	Lost    atomic.Uint32 // count of slots skipped because their producer died
 	Depth   uint32        // slots, a power of two
 	_       [44]byte
+	// DBRec is the consumer's doorbell record (direct verbs): an
+	// application that reads entries straight from the ring stores the
+	// position after the last one it read; the owner's engine frees the
+	// slots before it (Consumer.Pos to DBRec) when it next runs.
+	DBRec atomic.Uint32
+	_     [60]byte
 }
 
 // CQE is a completion entry as stored in a slot (after the state word).
@@ -75,6 +81,7 @@ func InitCQ(mem []byte, depth int) (CQ, error) {
 		return CQ{}, ErrBadRing
 	}
 	r := view(mem, uint32(depth))
+	*r.hdr = CQHeader{} // the memory may come from an application's allocator
 	r.hdr.Depth = uint32(depth)
 	for i := uint32(0); i < uint32(depth); i++ {
 		r.slot(i).state.Store(uint64(i))
@@ -163,6 +170,9 @@ type Consumer struct {
 
 // NewConsumer returns the consumer of r.
 func NewConsumer(r CQ) *Consumer { return &Consumer{r: r, head: r.hdr.Head.Load()} }
+
+// Pos is the next position the consumer reads.
+func (c *Consumer) Pos() uint32 { return c.head }
 
 // Ring returns the ring being consumed.
 func (c *Consumer) Ring() CQ { return c.r }

@@ -21,6 +21,13 @@
 // skip it and count the completion as lost instead of hanging (the only way
 // a completion is lost; Poll reports it).
 //
+// Direct verbs lets an application read ready slots itself, without freeing
+// them: it stores the position after the last entry it read in the header's
+// DBRec word, and the owner's engine, when it next runs for the ring, frees
+// the slots up to there (applying each entry's side effects as if it had
+// polled it). Producers see only slot states, so a slot the application
+// read but the engine has not freed yet still counts as full.
+//
 // # Receive ring
 //
 // The owner writes receive WQEs at pi and publishes pi. A consumer (the
