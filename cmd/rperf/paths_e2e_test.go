@@ -34,7 +34,8 @@ func readRecords(t *testing.T, path, sendPath string) (*reports.Document, []map[
 	if err := json.Unmarshal(raw, &generic); err != nil {
 		t.Fatal(err)
 	}
-	if e := doc.Env; e.Device != "shm0" || e.Fabric != "shm" || e.SendPath != sendPath || e.MTU != 4096 || e.Clock.Name == "" {
+	wantFabric := map[string]string{"shm0": "shm", "udp_lo": "udp"}
+	if e := doc.Env; wantFabric[e.Device] == "" || e.Fabric != wantFabric[e.Device] || e.SendPath != sendPath || e.MTU != 4096 || e.Clock.Name == "" {
 		t.Errorf("%s: env %+v, want send_path %q", path, e, sendPath)
 	}
 	return doc, generic.Results
@@ -54,11 +55,13 @@ func TestPathFlag(t *testing.T) {
 		args []string
 		test string
 		path string
+		line string // the header's send-path line; the path if empty
 	}{
-		{[]string{"send-bw", "--path", "burst", "-s", "64", "-n", "500", "-l", "8"}, "send_bw", "burst"},
-		{[]string{"write-lat", "--path", "dm", "-n", "100"}, "write_lat", "dm"},
-		{[]string{"send-lat", "--path", "dv", "-n", "100"}, "send_lat", "dv"},
-		{[]string{"write-bw", "--path", "inline", "-s", "512", "-n", "500"}, "write_bw", "inline"},
+		{[]string{"send-bw", "--path", "burst", "-s", "64", "-n", "500", "-l", "8"}, "send_bw", "burst", ""},
+		{[]string{"write-lat", "--path", "dm", "-n", "100"}, "write_lat", "dm", ""},
+		{[]string{"send-lat", "--path", "dv", "-n", "100"}, "send_lat", "dv", ""},
+		{[]string{"write-bw", "--path", "inline", "-s", "512", "-n", "500"}, "write_bw", "inline", ""},
+		{[]string{"write-bw", "-d", "udp_lo", "--udp-port", "0", "--path", "tso", "-s", "65536", "-n", "200"}, "write_bw", "tso", "tso; segmenter: kernel"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "r.json")
@@ -66,7 +69,11 @@ func TestPathFlag(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
 			}
-			if !strings.Contains(r.stdout, " Send path       : "+c.path+"\n") {
+			line := c.line
+			if line == "" {
+				line = c.path
+			}
+			if !strings.Contains(r.stdout, " Send path       : "+line+"\n") {
 				t.Errorf("no send path line in:\n%s", r.stdout)
 			}
 			doc, recs := readRecords(t, out, c.path)

@@ -40,6 +40,9 @@ const DefaultTimeout = 60 * time.Second
 type options struct {
 	k    kind
 	host string
+	// segmenter is who cut the packets on a packet fabric, once known
+	// (pathExtra), for the header.
+	segmenter string
 
 	device      string
 	ibPort      int

@@ -82,14 +82,19 @@ func (o *options) pathExtra(x map[string]string, dev *verbsio.Context) {
 	attr, _ := dev.QueryDevice()
 	if seg := sendpath.SegmenterName(o.path.Segmenter(), dev.Device, attr); seg != "" {
 		x["segmenter"] = seg
+		o.segmenter = seg
 	}
 }
 
-// pathLine is the header's send-path line.
+// pathLine is the header's send-path line, with who cut the packets on
+// a packet fabric.
 func (o *options) pathLine() string {
 	s := o.path.String()
 	if o.path == sendpath.Generic && !o.changed(pathFlag) {
 		s += " (--path for the others)"
+	}
+	if o.segmenter != "" {
+		s += "; segmenter: " + o.segmenter
 	}
 	return strings.TrimSpace(s)
 }
