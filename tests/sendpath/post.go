@@ -167,7 +167,7 @@ func (x *Sender) hostBytes(sge *verbsio.SGE) ([]byte, error) {
 }
 
 // Completions takes one CQ's completions by a path: CQ.Poll, or with dv
-// the CQ's ring, or with burst on the send CQ of a burst Sender the
+// the CQ's ring read in place, or with burst on the send CQ of a burst Sender the
 // cq_poll family's PollCount.
 type Completions struct {
 	path  Path
@@ -220,11 +220,18 @@ var errCountMismatch = errors.New("cq_poll counted more completions than signale
 func (c *Completions) Poll(wcs []verbsio.WC) (int, error) {
 	switch {
 	case c.ring != nil:
+		// Read in place from the ring (dv's CQE layout), the consumer
+		// index handed back through the CQ's doorbell record.
 		n := 0
-		for n < len(wcs) && c.ring.Poll(&wcs[n]) {
+		for n < len(wcs) {
+			e := c.ring.Next()
+			if e == nil {
+				break
+			}
+			e.WC(&wcs[n])
 			n++
 		}
-		return n, nil
+		return n, c.ring.Err()
 	case c.count != nil && len(wcs) > 0 && !c.s.Probing():
 		n, err := c.count.PollCount(len(wcs))
 		for i := 0; i < n; i++ {
