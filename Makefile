@@ -50,8 +50,9 @@ test-race:
 # (its device tests say when no RDMA device exists).
 test-ibverbs:
 	@if [ -f /usr/include/infiniband/verbs.h ]; then \
-		echo "CGO_ENABLED=1 $(GO) vet -tags ibverbs ./verbsio/hw/..."; \
-		CGO_ENABLED=1 $(GO) vet -tags ibverbs ./verbsio/hw/... && \
+		echo "CGO_ENABLED=1 $(GO) vet -tags ibverbs ./verbsio/hw/... ./cmd/..."; \
+		CGO_ENABLED=1 $(GO) vet -tags ibverbs ./verbsio/hw/... ./cmd/... && \
+		CGO_ENABLED=1 $(GO) build -tags ibverbs -o /dev/null ./cmd/rperf ./cmd/rdiag && \
 		CGO_ENABLED=1 $(GO) test -count=1 -tags ibverbs ./verbsio/hw/...; \
 	else \
 		echo "NOTE: libibverbs-dev is not installed, so the ibverbs (cgo) provider was not compiled."; \
