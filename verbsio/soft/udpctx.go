@@ -466,6 +466,9 @@ func (c *Context) udpProgress() {
 				}
 			}
 			f.sendAcks()
+			if len(in) < udp.Batch {
+				break // the socket was drained: another read would find nothing
+			}
 		}
 	}
 	if len(f.active) > 0 {
