@@ -562,15 +562,19 @@ func (o *options) latencyConfig(sizes []int) latency.Config {
 	c.Inline = o.inline
 	c.OutReads = o.outs
 	c.AtomicOp = o.atomicOp
-	c.QPTimeout = uint8(o.qpTimeout)
-	c.Port = uint8(o.ibPort)
-	c.MTU = o.mtuEnum
 	c.Percentiles = o.pcts
-	c.StallTimeout = o.timeout
-	c.Params = o.params(sizes)
-	c.GIDIndex, c.IPv6, c.Validate = o.gidIndex, o.ipv6, o.checkData
+	c.Link = o.link(o.params(sizes))
+	c.Validate = o.checkData
 	c.Path = o.path
 	return c
+}
+
+// link is how a test reaches its peer, from the flags (perftest -u, -i,
+// -m, -x, --ipv6, the stall timeout), with the parameters both sides
+// check.
+func (o *options) link(params cm.Params) latency.Link {
+	return latency.Link{QPTimeout: uint8(o.qpTimeout), Port: uint8(o.ibPort), MTU: o.mtuEnum, StallTimeout: o.timeout,
+		Params: params, GIDIndex: o.gidIndex, IPv6: o.ipv6}
 }
 
 // bwConfig builds the bandwidth test's configuration.
@@ -597,12 +601,8 @@ func (o *options) bwConfig(sizes []int) bw.Config {
 	c.Bidirectional = o.bidir
 	c.NoPeak = o.noPeak
 	c.ReportGbits = o.gbits
-	c.QPTimeout = uint8(o.qpTimeout)
-	c.Port = uint8(o.ibPort)
-	c.MTU = o.mtuEnum
-	c.StallTimeout = o.timeout
-	c.Params = o.params(sizes)
-	c.GIDIndex, c.IPv6, c.Validate = o.gidIndex, o.ipv6, o.checkData
+	c.Link = o.link(o.params(sizes))
+	c.Validate = o.checkData
 	c.Path = o.path
 	return c
 }

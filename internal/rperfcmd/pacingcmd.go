@@ -308,8 +308,7 @@ func (c *pacingCmd) side(ctx context.Context, p *prepared, pc verbsio.PacingCaps
 	}
 	defer prog.stop()
 	cfg := c.cfg
-	cfg.QPTimeout, cfg.Port, cfg.MTU, cfg.StallTimeout = uint8(o.qpTimeout), uint8(o.ibPort), o.mtuEnum, o.timeout
-	cfg.GIDIndex, cfg.IPv6, cfg.Params = o.gidIndex, o.ipv6, c.params()
+	cfg.Link = o.link(c.params())
 	sweep := cfg.Sweep(pc)
 	var headerErr error
 	cfg.OnConnected = func(in latency.Info) {
@@ -351,14 +350,7 @@ func (c *pacingCmd) side(ctx context.Context, p *prepared, pc verbsio.PacingCaps
 	if err := table.WriteResultLine(out); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
-	if env.EngineCounters = engineCounters(p.dev); env.EngineCounters != nil {
-		if err := writeCounters(out, o.device, udpPortOf(p.dev, uint8(o.ibPort)), env.EngineCounters); err != nil {
-			return fmt.Errorf("write the report: %w", err)
-		}
-	}
-	doc := reports.NewDocument(env)
-	doc.Results = append(doc.Results, results...)
-	if err := writeDocument(o, p, doc, stdout); err != nil {
+	if err := writeReport(o, p, env, results, out, stdout); err != nil {
 		return err
 	}
 	p.ok = true

@@ -469,14 +469,7 @@ func (c *compareCmd) side(ctx context.Context, p *prepared, stdout, stderr io.Wr
 			env.Extra["segmenter_"+x.String()] = seg
 		}
 	}
-	if env.EngineCounters = engineCounters(p.dev); env.EngineCounters != nil {
-		if err := writeCounters(out, o.device, udpPortOf(p.dev, uint8(o.ibPort)), env.EngineCounters); err != nil {
-			return fmt.Errorf("write the report: %w", err)
-		}
-	}
-	doc := reports.NewDocument(env)
-	doc.Results = append(doc.Results, results...)
-	if err := writeDocument(o, p, doc, stdout); err != nil {
+	if err := writeReport(o, p, env, results, out, stdout); err != nil {
 		return err
 	}
 	p.ok = true
@@ -547,6 +540,19 @@ func (c *compareCmd) report(w io.Writer, results []reports.Result, env reports.E
 }
 
 // writeDocument writes doc to --json's file, or stdout for --json -.
+// writeReport ends a run's report: the engine's counters after the table
+// (udp fabric), then the rperf/v1 document to --json.
+func writeReport(o *options, p *prepared, env reports.Env, results []reports.Result, out, stdout io.Writer) error {
+	if env.EngineCounters = engineCounters(p.dev); env.EngineCounters != nil {
+		if err := writeCounters(out, o.device, udpPortOf(p.dev, uint8(o.ibPort)), env.EngineCounters); err != nil {
+			return fmt.Errorf("write the report: %w", err)
+		}
+	}
+	doc := reports.NewDocument(env)
+	doc.Results = append(doc.Results, results...)
+	return writeDocument(o, p, doc, stdout)
+}
+
 func writeDocument(o *options, p *prepared, doc *reports.Document, stdout io.Writer) error {
 	if p.jsonFile != nil {
 		if err := doc.Write(p.jsonFile); err != nil {

@@ -174,26 +174,8 @@ func runSide(ctx context.Context, o *options, p *prepared, stdout, stderr io.Wri
 	if err := pr.finish(results); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
-	if env.EngineCounters = engineCounters(p.dev); env.EngineCounters != nil {
-		if err := writeCounters(out, o.device, udpPortOf(p.dev, uint8(o.ibPort)), env.EngineCounters); err != nil {
-			return fmt.Errorf("write the report: %w", err)
-		}
-	}
-
-	doc := reports.NewDocument(env)
-	doc.Results = append(doc.Results, results...)
-	if p.jsonFile != nil {
-		if err := doc.Write(p.jsonFile); err != nil {
-			return fmt.Errorf("--json %s: %w", o.jsonPath, err)
-		}
-		if err := p.jsonFile.Close(); err != nil {
-			return fmt.Errorf("--json %s: %w", o.jsonPath, err)
-		}
-		p.jsonFile = nil
-	} else if o.jsonPath == "-" {
-		if err := doc.Write(stdout); err != nil {
-			return err
-		}
+	if err := writeReport(o, p, env, results, out, stdout); err != nil {
+		return err
 	}
 	if err := writeHGRM(o, p.hgrm, results, stdout, out); err != nil {
 		return err
