@@ -20,27 +20,20 @@ import (
 // connected, perftest's result line for each size as it completes, then
 // the closing blocks.
 type printer struct {
-	w       io.Writer
+	errPrinter
 	o       *options
 	clk     clock.Info
 	prog    *progress
 	passive bool // a passive latency server: nothing to tabulate
 	mode    reports.Mode
-	err     error
 }
 
 func newPrinter(w io.Writer, o *options, clk clock.Info, prog *progress) *printer {
-	p := &printer{w: w, o: o, clk: clk, prog: prog, mode: reports.ModeIterations}
+	p := &printer{errPrinter: errPrinter{w: w}, o: o, clk: clk, prog: prog, mode: reports.ModeIterations}
 	if o.changed("duration") {
 		p.mode = reports.ModeDuration
 	}
 	return p
-}
-
-func (p *printer) printf(format string, args ...any) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format, args...)
-	}
 }
 
 func onOff(b bool) string {
@@ -66,21 +59,8 @@ func (p *printer) connected(in latency.Info) {
 	if o.bidir {
 		title = "Bidirectional " + title
 	}
-	line := table.ResultLine
-	p.printf("%s\n", line)
-	p.printf("%*s\n", (len(line)+len(title))/2, title)
-	pair := func(a, av, b, bv string) {
-		p.printf(" %-16s: %-16s %-15s: %s\n", a, av, b, bv)
-	}
-	one := func(a, av string) { p.printf(" %-16s: %s\n", a, av) }
-	transport := in.Device.Transport
-	if in.Device.Provider != "" {
-		transport += " (" + in.Device.Provider
-		if in.Device.Fabric != "" {
-			transport += ", " + in.Device.Fabric + " fabric"
-		}
-		transport += ")"
-	}
+	p.banner(title)
+	pair, one, transport := p.pair, p.one, transportName(in.Device)
 	pair("Dual-port", "OFF", "Device", in.Device.Name)
 	pair("Number of qps", fmt.Sprint(len(in.Local)), "Transport type", transport)
 	pair("Connection type", o.qpType.String(), "Using SRQ", "OFF")
@@ -123,7 +103,7 @@ func (p *printer) connected(in latency.Info) {
 	one("Peer", peer)
 	one("Send path", o.pathLine())
 	one("Clock", fmt.Sprintf("%s, resolution %d ns", p.clk.Name, p.clk.ResolutionNs))
-	p.printf("%s\n", line)
+	p.printf("%s\n", table.ResultLine)
 	const shown = 8
 	for i := range in.Local {
 		if i == shown {
@@ -133,7 +113,7 @@ func (p *printer) connected(in latency.Info) {
 		p.dest("local", in.Local[i])
 		p.dest("remote", in.Remote[i])
 	}
-	p.printf("%s\n", line)
+	p.printf("%s\n", table.ResultLine)
 	p.passive = k.passiveServer(o.bidir) && in.Server && k.lat
 	switch {
 	case p.passive:

@@ -361,19 +361,9 @@ func (c *pacingCmd) side(ctx context.Context, p *prepared, pc verbsio.PacingCaps
 func (c *pacingCmd) header(w io.Writer, in latency.Info, env reports.Env, sweep []float64, server bool) error {
 	cfg := &c.cfg
 	ew := &errPrinter{w: w}
-	line := table.ResultLine
 	title := "Packet Pacing Test"
-	ew.printf("%s\n%*s\n", line, (len(line)+len(title))/2, title)
-	pair := func(a, av, b, bv string) { ew.printf(" %-16s: %-16s %-15s: %s\n", a, av, b, bv) }
-	one := func(a, av string) { ew.printf(" %-16s: %s\n", a, av) }
-	transport := in.Device.Transport
-	if in.Device.Provider != "" {
-		transport += " (" + in.Device.Provider
-		if in.Device.Fabric != "" {
-			transport += ", " + in.Device.Fabric + " fabric"
-		}
-		transport += ")"
-	}
+	ew.banner(title)
+	pair, one, transport := ew.pair, ew.one, transportName(in.Device)
 	pair("Device", in.Device.Name, "Transport type", transport)
 	pair("Connection type", "RC", "Message size", fmt.Sprintf("%d[B]", cfg.Size))
 	pair("TX depth", strconv.Itoa(in.TxDepth), "RX depth", strconv.Itoa(in.RxDepth))
@@ -404,6 +394,6 @@ func (c *pacingCmd) header(w io.Writer, in latency.Info, env reports.Env, sweep 
 	}
 	one("Peer", peer)
 	one("Clock", fmt.Sprintf("%s, resolution %d ns", env.Clock.Name, env.Clock.ResolutionNs))
-	ew.printf("%s\n", line)
+	ew.printf("%s\n", table.ResultLine)
 	return ew.err
 }

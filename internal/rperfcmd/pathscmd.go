@@ -480,22 +480,12 @@ func (c *compareCmd) side(ctx context.Context, p *prepared, stdout, stderr io.Wr
 func (c *compareCmd) header(w io.Writer, in latency.Info, env reports.Env) error {
 	o := c.o
 	ew := &errPrinter{w: w}
-	line := table.ResultLine
 	title := "Send path comparison: " + o.k.title()
 	if c.name == "dm-lat" {
 		title = "Device memory vs host memory: " + o.k.title()
 	}
-	ew.printf("%s\n%*s\n", line, (len(line)+len(title))/2, title)
-	pair := func(a, av, b, bv string) { ew.printf(" %-16s: %-16s %-15s: %s\n", a, av, b, bv) }
-	one := func(a, av string) { ew.printf(" %-16s: %s\n", a, av) }
-	transport := in.Device.Transport
-	if in.Device.Provider != "" {
-		transport += " (" + in.Device.Provider
-		if in.Device.Fabric != "" {
-			transport += ", " + in.Device.Fabric + " fabric"
-		}
-		transport += ")"
-	}
+	ew.banner(title)
+	pair, one, transport := ew.pair, ew.one, transportName(in.Device)
 	pair("Device", in.Device.Name, "Transport type", transport)
 	pair("Connection type", o.qpType.String(), "Number of qps", strconv.Itoa(len(in.Local)))
 	iters := strconv.Itoa(o.iters)
@@ -518,7 +508,7 @@ func (c *compareCmd) header(w io.Writer, in latency.Info, env reports.Env) error
 	}
 	one("Peer", peer)
 	one("Clock", fmt.Sprintf("%s, resolution %d ns", env.Clock.Name, env.Clock.ResolutionNs))
-	ew.printf("%s\n", line)
+	ew.printf("%s\n", table.ResultLine)
 	return ew.err
 }
 
@@ -580,4 +570,30 @@ func (e *errPrinter) printf(format string, args ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, args...)
 	}
+}
+
+// banner prints perftest's dashed line and the title centred under it.
+func (e *errPrinter) banner(title string) {
+	line := table.ResultLine
+	e.printf("%s\n%*s\n", line, (len(line)+len(title))/2, title)
+}
+
+// pair prints two header fields on one line, as perftest aligns them.
+func (e *errPrinter) pair(a, av, b, bv string) { e.printf(" %-16s: %-16s %-15s: %s\n", a, av, b, bv) }
+
+// one prints one header field.
+func (e *errPrinter) one(a, av string) { e.printf(" %-16s: %s\n", a, av) }
+
+// transportName is the header's transport type: the device's, with the
+// provider and fabric of a built-in one.
+func transportName(d verbsio.DeviceInfo) string {
+	t := d.Transport
+	if d.Provider != "" {
+		t += " (" + d.Provider
+		if d.Fabric != "" {
+			t += ", " + d.Fabric + " fabric"
+		}
+		t += ")"
+	}
+	return t
 }
