@@ -1,6 +1,7 @@
 package soft_test
 
 import (
+	"bytes"
 	"net"
 	"net/netip"
 	"testing"
@@ -218,5 +219,95 @@ func TestForeignRCResponder(t *testing.T) {
 	}
 	if a, err := b.QP.Query(); err != nil || a.State != verbsio.QPStateRTS {
 		t.Fatalf("the QP is in %v (%v), want RTS", a.State, err)
+	}
+}
+
+// TestForeignResponderReadLimit connects a udp_lo requester to a
+// hand-driven responder (a plain socket) that offers 2 outstanding READs
+// (max_dest_rd_atomic, perftest's -o): of 6 READs posted, exactly 2 go on
+// the wire; when the responder answers the first, exactly one more goes,
+// and its completion carries the responder's bytes.
+func TestForeignResponderReadLimit(t *testing.T) {
+	a := verbstest.NewSide(t, verbstest.PairConfig{Device: "udp_lo", Open: verbsio.OpenOptions{UDPPort: -1}, NoProgress: true})
+	r, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rport := r.LocalAddr().(*net.UDPAddr).Port
+	const peerQPN, outReads = 0x4242, 2
+	remote := verbsio.Endpoint{QPN: peerQPN, GID: a.GID, LID: uint16(rport), PSN: 0x100, OutReads: outReads, RKey: 0x77, VAddr: 0x10000}
+	// A long ACK timeout (4.3 s): nothing is resent while the test waits.
+	if err := a.QP.Connect(a.Endpoint(), remote, verbsio.ConnectOptions{Timeout: 20}); err != nil {
+		t.Fatal(err)
+	}
+	wrs := make([]verbsio.SendWR, 6)
+	for i := range wrs {
+		wrs[i] = verbsio.SendWR{ID: uint64(i), Opcode: verbsio.OpRDMARead, Flags: verbsio.SendSignaled,
+			SGL: []verbsio.SGE{a.MR.SGE(i*64, 64)}, Remote: verbsio.RemoteAddr{Addr: remote.VAddr + uint64(i*64), RKey: remote.RKey}}
+	}
+	if _, err := a.QP.PostSend(wrs); err != nil {
+		t.Fatal(err)
+	}
+	// requests drives A for 100 ms and returns the READ requests that
+	// reached the responder meanwhile.
+	buf := make([]byte, 2048)
+	wcs := make([]verbsio.WC, 8)
+	var done []verbsio.WC
+	requests := func() []roce.Packet {
+		var got []roce.Packet
+		end := time.Now().Add(100 * time.Millisecond)
+		for time.Now().Before(end) {
+			n, _ := a.CQ.Poll(wcs)
+			done = append(done, wcs[:n]...)
+			r.SetReadDeadline(time.Now().Add(time.Millisecond))
+			m, _, err := r.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				continue
+			}
+			var p roce.Packet
+			if err := p.Decode(buf[:m]); err != nil {
+				t.Fatalf("the requester sent an undecodable packet: %v", err)
+			}
+			if p.BTH.Opcode != roce.RCReadRequest || p.BTH.DestQP != peerQPN {
+				t.Fatalf("the requester sent %s to QP %#x", p.BTH.Opcode, p.BTH.DestQP)
+			}
+			p.Payload = nil
+			got = append(got, p)
+		}
+		return got
+	}
+	first := requests()
+	if len(first) != outReads {
+		t.Fatalf("%d READ requests on the wire with max_rd_atomic %d, want %d", len(first), outReads, outReads)
+	}
+	// Answer the first READ: one response packet with 64 bytes.
+	req := first[0]
+	data := bytes.Repeat([]byte{0xab}, 64)
+	resp := roce.Packet{BTH: roce.BTH{Opcode: roce.RCReadResponseOnly, PKey: roce.DefaultPKey, DestQP: a.QP.QPN(), PSN: req.BTH.PSN},
+		AETH: roce.AETH{Syndrome: roce.ACKSyndrome(0x1f), MSN: 1}, Payload: data}
+	pkt := make([]byte, resp.Len())
+	if _, err := resp.Encode(pkt); err != nil {
+		t.Fatal(err)
+	}
+	path := roce.IPv4Path{Src: [4]byte{127, 0, 0, 1}, Dst: [4]byte{127, 0, 0, 1}, SrcPort: uint16(rport), DstPort: a.LID, DontFragment: true}
+	if err := path.Seal(0, pkt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.WriteToUDP(pkt, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(a.LID)}); err != nil {
+		t.Fatal(err)
+	}
+	next := requests()
+	if len(next) != 1 {
+		t.Fatalf("after one READ was answered, %d more requests went out, want 1", len(next))
+	}
+	if len(done) != 1 || done[0].ID != 0 || done[0].Status != verbsio.StatusSuccess || done[0].ByteLen != 64 {
+		t.Fatalf("completions %+v, want READ 0 done with 64 bytes", done)
+	}
+	if !bytes.Equal(a.Buf[:64], data) {
+		t.Fatal("the READ's buffer does not hold the responder's bytes")
+	}
+	if next[0].RETH.VA != remote.VAddr+2*64 {
+		t.Errorf("the third request reads %#x, want the third WR's %#x", next[0].RETH.VA, remote.VAddr+2*64)
 	}
 }
