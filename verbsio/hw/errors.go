@@ -90,3 +90,29 @@ var (
 	errRecvClosed     = &verbsio.Error{Op: "post_recv", Errno: unix.EBADF, Detail: "the queue was destroyed or its context closed"}
 	errPollClosed     = &verbsio.Error{Op: "poll_cq", Errno: unix.EBADF, Detail: "the CQ was destroyed or its context closed"}
 )
+
+// postChunks posts wrs in the chunks the C scratch ring holds: pack fills
+// the ring from the first request not yet posted and says how many it
+// took (and why it stopped short); post hands the chunk to the provider in
+// one call and returns 0, or the index of the request it refused in the
+// high 32 bits and the errno in the low ones, which errs names. full is the
+// error when pack takes nothing. It returns how many requests were posted.
+func postChunks[W any](wrs []W, pack func([]W) (int, error), post func() uint64, errs *opErrors, full error) (int, error) {
+	done := 0
+	for done < len(wrs) {
+		n, perr := pack(wrs[done:])
+		if n > 0 {
+			if r := post(); r != 0 {
+				return done + min(int(r>>32), n), errs.errno(int(uint32(r)))
+			}
+			done += n
+		}
+		if perr != nil {
+			return done, perr
+		}
+		if n == 0 {
+			return done, full
+		}
+	}
+	return done, nil
+}

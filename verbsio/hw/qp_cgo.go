@@ -181,23 +181,9 @@ func (q *hwQP) PostSend(wrs []verbsio.SendWR) (int, error) {
 	if q.qp == nil {
 		return 0, errSendClosed
 	}
-	done := 0
-	for done < len(wrs) {
-		n, perr := q.send.pack(wrs[done:])
-		if n > 0 {
-			if r := uint64(C.rperf_post_send(q.qp, (*C.struct_ibv_send_wr)(q.sendMem))); r != 0 {
-				return done + min(int(r>>32), n), postSendErrs.errno(int(uint32(r)))
-			}
-			done += n
-		}
-		if perr != nil {
-			return done, perr
-		}
-		if n == 0 {
-			return done, errSendNoQueue
-		}
-	}
-	return done, nil
+	return postChunks(wrs, q.send.pack, func() uint64 {
+		return uint64(C.rperf_post_send(q.qp, (*C.struct_ibv_send_wr)(q.sendMem)))
+	}, postSendErrs, errSendNoQueue)
 }
 
 // PostRecv implements verbsio.QPImpl like PostSend, with ibv_post_recv.
@@ -205,23 +191,9 @@ func (q *hwQP) PostRecv(wrs []verbsio.RecvWR) (int, error) {
 	if q.qp == nil {
 		return 0, errRecvClosed
 	}
-	done := 0
-	for done < len(wrs) {
-		n, perr := q.recv.pack(wrs[done:])
-		if n > 0 {
-			if r := uint64(C.rperf_post_recv(q.qp, (*C.struct_ibv_recv_wr)(q.recvMem))); r != 0 {
-				return done + min(int(r>>32), n), postRecvErrs.errno(int(uint32(r)))
-			}
-			done += n
-		}
-		if perr != nil {
-			return done, perr
-		}
-		if n == 0 {
-			return done, errRecvNoQueue
-		}
-	}
-	return done, nil
+	return postChunks(wrs, q.recv.pack, func() uint64 {
+		return uint64(C.rperf_post_recv(q.qp, (*C.struct_ibv_recv_wr)(q.recvMem)))
+	}, postRecvErrs, errRecvNoQueue)
 }
 
 // Modify implements verbsio.QPImpl with ibv_modify_qp. The mask bits of

@@ -79,23 +79,9 @@ func (s *hwSRQ) PostRecv(wrs []verbsio.RecvWR) (int, error) {
 	if s.srq == nil {
 		return 0, errSRQClosed
 	}
-	done := 0
-	for done < len(wrs) {
-		n, perr := s.rq.pack(wrs[done:])
-		if n > 0 {
-			if r := uint64(C.rperf_post_srq_recv(s.srq, (*C.struct_ibv_recv_wr)(s.mem))); r != 0 {
-				return done + min(int(r>>32), n), postSRQRecvErrs.errno(int(uint32(r)))
-			}
-			done += n
-		}
-		if perr != nil {
-			return done, perr
-		}
-		if n == 0 {
-			return done, errRecvNoQueue
-		}
-	}
-	return done, nil
+	return postChunks(wrs, s.rq.pack, func() uint64 {
+		return uint64(C.rperf_post_srq_recv(s.srq, (*C.struct_ibv_recv_wr)(s.mem)))
+	}, postSRQRecvErrs, errRecvNoQueue)
 }
 
 // Destroy implements verbsio.SRQImpl with ibv_destroy_srq (EBUSY while QPs
