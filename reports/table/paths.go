@@ -127,12 +127,27 @@ func WritePacing(w io.Writer, results []reports.Result, clk clock.Info) error {
 			r.Bytes, messages(r.ExcludedMessages))
 		if gaps {
 			ew.printf(" gap: the interval the requested rate implies, then percentiles and maximum of the gaps between consecutive arrivals\n")
+			for _, r := range results {
+				if stalled(r) {
+					ew.printf(" note: at %s Mb/s the stream stalled (longest gap %.3f ms, %.0fx the interval): a process lost its CPU (other busy processes?); a late sender catches up one burst at most (--burst), so the shortfall is this machine's, not the pacer's\n",
+						mbps(*r.RequestedMbps), r.Gap.MaxUs/1000, r.Gap.MaxUs/r.Gap.ExpectedUs)
+				}
+			}
 		} else {
 			ew.printf(" the receiver (the client) measured these figures and prints the gap distribution\n")
 		}
 	}
 	writeClock(ew, clk)
 	return ew.err
+}
+
+// stalled reports whether a paced rate fell more than 1% short with a
+// gap of at least a millisecond and ten intervals: the stream stopped,
+// which a scheduler does to a process, not a token bucket to a stream.
+func stalled(r reports.Result) bool {
+	g := r.Gap
+	return g != nil && r.ErrorPct != nil && r.RequestedMbps != nil && *r.ErrorPct < -1 &&
+		g.MaxUs >= 1000 && g.MaxUs >= 10*g.ExpectedUs
 }
 
 // mbps formats a rate with up to three decimals, without trailing zeros.

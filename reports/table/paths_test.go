@@ -93,6 +93,17 @@ func TestWritePacing(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
+	// A rate 3% short with a 5 ms gap at a 32.768 us interval stalled; one
+	// 3% short without a long gap, or 0.5% short with one, did not.
+	long := &reports.Gap{ExpectedUs: 32.768, MaxUs: 5000, Percentiles: map[string]float64{"50": 32.8, "99": 60}}
+	b.Reset()
+	if err := table.WritePacing(&b, []reports.Result{rec(1000, 970, long), rec(100, 97, g), rec(2000, 1990, long)}, pathsClock); err != nil {
+		t.Fatal(err)
+	}
+	wantNote := " note: at 1000 Mb/s the stream stalled (longest gap 5.000 ms, 153x the interval)"
+	if !strings.Contains(b.String(), wantNote) || strings.Count(b.String(), " note: ") != 1 {
+		t.Errorf("want one stall note %q in:\n%s", wantNote, b.String())
+	}
 	// The sender's records have no gaps.
 	b.Reset()
 	if err := table.WritePacing(&b, []reports.Result{rec(10, 10, nil)}, pathsClock); err != nil {
