@@ -590,6 +590,9 @@ func (q *qp) destroy(closing bool) []*extBuf {
 	}
 	q.pd.users--
 	c.qps[q.idx].Store(nil)
+	if q.u != nil && c.udp != nil {
+		c.udp.forget(q)
+	}
 	if q.reg != nil {
 		c.dropRegion(q.reg)
 	}

@@ -537,6 +537,14 @@ func (f *udpFabric) activate(q *qp) {
 	}
 }
 
+// forget takes a destroyed QP off the timer wheel and the acknowledgement
+// queue: its rings and buffers are gone, and nothing may drive it again.
+func (f *udpFabric) forget(q *qp) {
+	f.active = removeQP(f.active, q)
+	f.ackQ = removeQP(f.ackQ, q)
+	*q.u = udpQP{f: f}
+}
+
 // prune drops QPs without transport work from the active list.
 func (f *udpFabric) prune() {
 	n := 0
