@@ -12,6 +12,7 @@ import (
 	"github.com/rperf/rperf/internal/faultrelay"
 	"github.com/rperf/rperf/internal/netns"
 	"github.com/rperf/rperf/internal/pcap"
+	"github.com/rperf/rperf/internal/roce"
 	"github.com/rperf/rperf/internal/roce/flows"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/soft"
@@ -252,9 +253,15 @@ func TestUDPAcrossNamespaces(t *testing.T) {
 			if sum.Packets < 16*4 || sum.ICRCErrors != 0 || len(sum.Flows) < 2 {
 				t.Fatalf("capture: %d RoCEv2 packets, %d ICRC errors, %d flows", sum.Packets, sum.ICRCErrors, len(sum.Flows))
 			}
+			// The QPs were connected from this goroutine, outside the
+			// namespaces: the flow's sockets were still made inside.
+			sport := roce.UDPSourcePort(0, a.QP.QPN(), b.QP.QPN())
 			for _, fl := range sum.Flows {
 				if fl.Retransmits != 0 || fl.PSNGaps != 0 || fl.ICRCErrors != 0 {
 					t.Errorf("flow %+v: a clean wire needed recovery", fl)
+				}
+				if fl.UDPSrcPort != sport {
+					t.Errorf("flow to QP %#x left from UDP port %d, want the flow's %d", fl.DestQP, fl.UDPSrcPort, sport)
 				}
 			}
 			t.Logf("%s: %d packets, %d flows, 0 ICRC errors", fam.name, sum.Packets, len(sum.Flows))

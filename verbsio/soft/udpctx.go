@@ -1,6 +1,7 @@
 package soft
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -73,6 +74,7 @@ type udpFabric struct {
 	senderMu sync.Mutex
 	senderBy map[netip.AddrPort]*udp.Conn
 	senders  atomic.Pointer[[]*udp.Conn]
+	netns    *udp.Netns // where the device was opened: senders are created there; nil if unknown
 
 	c         *udpCounters
 	stats     *statsFile
@@ -172,6 +174,9 @@ func openUDP(name string, o verbsio.OpenOptions) (*Context, error) {
 		return nil, verbsio.Errorf("open_device", unix.EADDRINUSE, "%s: %v", name, err)
 	}
 	f.conns[f.def] = conn
+	// Per-flow senders are bound later, by whatever thread connects a QP:
+	// they must be created in this namespace, like the sockets here.
+	f.netns, _ = udp.CurrentNetns()
 	f.port = conn.LocalAddr().Port()
 	// Bind the other addresses now, in the network namespace the device
 	// was opened in (a thread that connects a QP later may be in another);
@@ -243,10 +248,13 @@ func (f *udpFabric) sender(local netip.AddrPort) (*udp.Conn, error) {
 	if c := f.senderBy[local]; c != nil {
 		return c, nil
 	}
+	if f.netns == nil {
+		return nil, errors.New("the device's network namespace is unknown")
+	}
 	if len(f.senderBy) >= maxSenders {
 		return nil, fmt.Errorf("%d source ports bound already", maxSenders)
 	}
-	c, err := udp.ListenSender(local)
+	c, err := udp.ListenSender(local, f.netns)
 	if err != nil {
 		return nil, err
 	}
@@ -286,6 +294,9 @@ func gidBit(i int) uint64 { return 1 << min(i, 63) }
 
 func (f *udpFabric) close() {
 	f.sendSockets(func(c *udp.Conn) { c.Close() })
+	if f.netns != nil {
+		f.netns.Close()
+	}
 	f.stats.close()
 }
 

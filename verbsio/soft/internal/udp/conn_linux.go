@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -95,12 +96,78 @@ func init() {
 // on an unconnected socket, IP identification 0, which the ICRC covers.
 func Listen(addr netip.AddrPort) (*Conn, error) { return listen(addr, false) }
 
-// ListenSender binds a socket that only sends, from addr: its port may be
-// shared with other senders (SO_REUSEPORT), as RoCEv2's per-flow source
-// ports are, and it has no receive slots (Recv must not be called). What
-// arrives on it is never read; its receive buffer is the smallest the
-// kernel allows.
-func ListenSender(addr netip.AddrPort) (*Conn, error) { return listen(addr, true) }
+// ListenSender binds a socket that only sends, from addr, created in
+// network namespace ns (nil: the calling thread's). Its port may be shared
+// with the engine's other senders of the same user (SO_REUSEPORT), as
+// RoCEv2's per-flow source ports are; not with a socket that did not ask
+// for sharing (no SO_REUSEADDR, which would let the more specific bind
+// take another program's datagrams). It has no receive slots (Recv must
+// not be called); what arrives on it is never read, and its receive
+// buffer is the smallest the kernel allows.
+func ListenSender(addr netip.AddrPort, ns *Netns) (*Conn, error) {
+	if ns == nil {
+		return listen(addr, true)
+	}
+	var c *Conn
+	err := ns.Do(func() (err error) {
+		c, err = listen(addr, true)
+		return err
+	})
+	return c, err
+}
+
+// Netns is a handle on a network namespace, for creating sockets in it
+// from any thread.
+type Netns struct {
+	fd       int
+	dev, ino uint64
+}
+
+// CurrentNetns returns the calling thread's network namespace. Close it
+// when done.
+func CurrentNetns() (*Netns, error) {
+	fd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("network namespace: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("network namespace: %w", err)
+	}
+	return &Netns{fd: fd, dev: st.Dev, ino: st.Ino}, nil
+}
+
+// Close releases the handle.
+func (n *Netns) Close() error { return unix.Close(n.fd) }
+
+// current reports whether the calling thread is in the namespace.
+func (n *Netns) current() bool {
+	var st unix.Stat_t
+	return unix.Stat("/proc/thread-self/ns/net", &st) == nil && st.Dev == n.dev && st.Ino == n.ino
+}
+
+// Do runs fn with the calling thread in the namespace: at once if it is
+// there already (an unlocked goroutine's threads all share the process's
+// namespace), else on a thread of its own that enters the namespace and
+// is discarded afterwards (entering one needs CAP_SYS_ADMIN).
+func (n *Netns) Do(fn func() error) error {
+	if n.current() {
+		return fn()
+	}
+	done := make(chan error, 1)
+	go func() {
+		// The thread stays locked: when this goroutine ends, the runtime
+		// discards it instead of reusing a thread in another namespace.
+		runtime.LockOSThread()
+		if err := unix.Setns(n.fd, unix.CLONE_NEWNET); err != nil {
+			done <- fmt.Errorf("enter the device's network namespace: %w", err)
+			return
+		}
+		done <- fn()
+	}()
+	return <-done
+}
 
 func listen(addr netip.AddrPort, sendOnly bool) (*Conn, error) {
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
@@ -124,7 +191,6 @@ func listen(addr netip.AddrPort, sendOnly bool) (*Conn, error) {
 		unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO)
 	}
 	if sendOnly {
-		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
 		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
 		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 0)
 	} else {
