@@ -415,6 +415,9 @@ func (q *qp) storeAttr(a *verbsio.QPAttr, mask verbsio.QPAttrMask) {
 	if mask&verbsio.QPAttrRateLimit != 0 {
 		t.RateLimit, t.MaxBurstSize, t.TypicalPktSize = a.RateLimit, a.MaxBurstSize, a.TypicalPktSize
 		q.pace, q.paceDue = nil, 0
+		if q.u != nil {
+			q.u.paceDue = 0 // a hold of the old rate is no credit under the new one
+		}
 		if a.RateLimit != 0 {
 			burst := max(uint64(a.MaxBurstSize), uint64(a.TypicalPktSize), paceMinBurst)
 			q.pace = pace.New(uint64(a.RateLimit)*1000, burst)
@@ -444,6 +447,7 @@ func (q *qp) reset() {
 		q.rqPI = 0
 	}
 	q.attr = verbsio.QPAttr{Cap: q.cap}
+	q.pace, q.paceDue = nil, 0 // the rate limit is an attribute: RESET clears it
 	q.rec.destQPN.Store(0)
 	q.rec.destNonce.Store(0)
 	q.rec.access.Store(0)

@@ -413,6 +413,13 @@ func (q *qp) sendUD(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	}
 	op := onlyOpcode(q.typ, verbsio.Opcode(w.Opcode))
 	n := int(total)
+	if q.pace != nil {
+		if t0 := now(); !q.takePace(uint64(n), t0, &u.paceDue) {
+			u.paceAt = t0 + max(q.pace.Wait(uint64(n), t0), 1)
+			u.f.activate(q)
+			return statusPaused
+		}
+	}
 	t := q.header(op, u.sqPSN, false, w.UDQPN)
 	qkey := w.UDQKey
 	if qkey&0x80000000 != 0 {

@@ -310,4 +310,28 @@ func testPacing(t *testing.T, dev target) {
 	if fast := time.Since(start); fast > want/2 {
 		t.Errorf("unpaced writes took %v, as long as paced ones", fast)
 	}
+	// RESET clears the rate limit with the other attributes: after a
+	// reconnection the writes go at full speed again.
+	if err := p.A.QP.Modify(&rate, verbsio.QPAttrState|verbsio.QPAttrRateLimit); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []*verbsio.QP{p.A.QP, p.B.QP} {
+		if err := q.Modify(&verbsio.QPAttr{State: verbsio.QPStateReset}, verbsio.QPAttrState); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := p.A.QP.Query(); a.RateLimit != 0 {
+		t.Errorf("query after RESET: rate_limit %d, want 0", a.RateLimit)
+	}
+	start = time.Now()
+	p.A.QP.PostSend(wrs)
+	if _, err := Poll(p.A.CQ, n, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if fast := time.Since(start); fast > want/2 {
+		t.Errorf("writes after RESET took %v, as long as paced ones: RESET kept the rate limit", fast)
+	}
 }
