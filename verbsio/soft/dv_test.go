@@ -830,3 +830,33 @@ func TestDVFastPathAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestDVAllocatorDestroysCQ: an allocator that destroys the CQ the QP is
+// being created on (it runs without the engine's locks) makes CreateQP
+// fail cleanly, its buffer given back, instead of attaching the QP to a
+// dead CQ whose memory the QP's own segment may now reuse.
+func TestDVAllocatorDestroysCQ(t *testing.T) {
+	ctx := openFabric(t, "shm0", verbsio.OpenOptions{})
+	pd, _ := ctx.AllocPD()
+	cq, err := ctx.CreateCQ(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frees int
+	if _, err := dv.SetAllocator(ctx, dv.Allocator{
+		Alloc: func(res dv.Resource, size, align int) ([]byte, error) {
+			cq.Destroy()
+			return ctx.Alloc(size)
+		},
+		Free: func(res dv.Resource, buf []byte) { frees++; ctx.Free(buf) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pd.CreateQP(verbsio.QPInitAttr{Type: verbsio.QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: dvCap})
+	if !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("CreateQP on a CQ its allocator destroyed: %v, want EINVAL", err)
+	}
+	if frees != 1 {
+		t.Errorf("%d buffers given back, want the 1 allocated", frees)
+	}
+}

@@ -181,6 +181,16 @@ func (p *pd) createQP(attr verbsio.QPInitAttr, cp verbsio.QPCap, s *srq, sendCQ,
 	if err := c.checkOpen("create_qp"); err != nil {
 		return nil, err
 	}
+	// The application's allocator ran without the lock and may have
+	// destroyed what the request names: check again under it.
+	switch {
+	case sendCQ.cons == nil || recvCQ.cons == nil:
+		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "a completion queue of the request was destroyed (by the queue allocator?)")
+	case c.pds[p.id] != p:
+		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "the protection domain was deallocated (by the queue allocator?)")
+	case s != nil && c.srqs[s.idx] != s:
+		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "the SRQ was destroyed (by the queue allocator?)")
+	}
 	idx := -1
 	for i := range c.qps {
 		if c.qps[i].Load() == nil {
