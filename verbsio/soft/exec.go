@@ -185,16 +185,16 @@ func (q *qp) takePace(n uint64, t int64, due *int64) bool {
 
 func (q *qp) byteLen(pos uint32) uint32 {
 	w := q.sq.WQE(pos)
-	if w.InlineLen != 0 {
-		return w.InlineLen
+	if inl := w.InlineLen; inl != 0 {
+		return inl
 	}
 	op := verbsio.Opcode(w.Opcode)
 	if op.IsAtomic() {
 		return 8
 	}
 	n := uint32(0)
-	if int(w.NumSGE) <= q.cap.MaxSendSGE {
-		for _, s := range q.sq.SGEs(pos, int(w.NumSGE)) {
+	if nsge := int(w.NumSGE); nsge <= q.cap.MaxSendSGE { // read once (gather)
+		for _, s := range q.sq.SGEs(pos, nsge) {
 			n += s.Length
 		}
 	}
@@ -308,17 +308,21 @@ func receiving(state uint32) bool {
 
 // gather resolves the WQE's local source buffers into q.src.
 func (q *qp) gather(pos uint32, w *ring.SendWQE) (total uint64, n int, st verbsio.Status) {
-	if w.InlineLen != 0 {
-		if int(w.InlineLen) > q.cap.MaxInlineData {
+	// Each field is read once: with direct verbs the application writes
+	// this memory, and a second read could see another value than the
+	// one checked.
+	if inl := int(w.InlineLen); inl != 0 {
+		if inl > q.cap.MaxInlineData {
 			return 0, 0, verbsio.StatusLocLenErr
 		}
-		q.src[0] = q.sq.Inline(pos, int(w.InlineLen))
-		return uint64(w.InlineLen), 1, verbsio.StatusSuccess
+		q.src[0] = q.sq.Inline(pos, inl)
+		return uint64(inl), 1, verbsio.StatusSuccess
 	}
-	if int(w.NumSGE) > q.cap.MaxSendSGE {
+	nsge := int(w.NumSGE)
+	if nsge > q.cap.MaxSendSGE {
 		return 0, 0, verbsio.StatusLocLenErr
 	}
-	for i, s := range q.sq.SGEs(pos, int(w.NumSGE)) {
+	for i, s := range q.sq.SGEs(pos, nsge) {
 		m := q.ctx.lookupLocal(s.LKey)
 		if m == nil || m.pd != q.pd {
 			return 0, 0, verbsio.StatusLocProtErr
@@ -333,16 +337,17 @@ func (q *qp) gather(pos uint32, w *ring.SendWQE) (total uint64, n int, st verbsi
 	if total > shmMaxMsgSize {
 		return 0, 0, verbsio.StatusLocLenErr
 	}
-	return total, int(w.NumSGE), verbsio.StatusSuccess
+	return total, nsge, verbsio.StatusSuccess
 }
 
 // scatterLocal resolves the WQE's local destination buffers (READ and
 // atomic results), which need LOCAL_WRITE.
 func (q *qp) scatterLocal(pos uint32, w *ring.SendWQE) (total uint64, n int, st verbsio.Status) {
-	if int(w.NumSGE) > q.cap.MaxSendSGE {
+	nsge := int(w.NumSGE) // read once, as in gather
+	if nsge > q.cap.MaxSendSGE {
 		return 0, 0, verbsio.StatusLocLenErr
 	}
-	for i, s := range q.sq.SGEs(pos, int(w.NumSGE)) {
+	for i, s := range q.sq.SGEs(pos, nsge) {
 		m := q.ctx.lookupLocal(s.LKey)
 		if m == nil || m.pd != q.pd || m.access&verbsio.AccessLocalWrite == 0 {
 			return 0, 0, verbsio.StatusLocProtErr
@@ -357,7 +362,7 @@ func (q *qp) scatterLocal(pos uint32, w *ring.SendWQE) (total uint64, n int, st 
 	if total > shmMaxMsgSize {
 		return 0, 0, verbsio.StatusLocLenErr
 	}
-	return total, int(w.NumSGE), verbsio.StatusSuccess
+	return total, nsge, verbsio.StatusSuccess
 }
 
 // remoteAccess checks the target QP's own access flags (RC/UC) and
