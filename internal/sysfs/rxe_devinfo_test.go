@@ -1,66 +1,29 @@
 package sysfs
 
 import (
-	"bufio"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/rperf/rperf/internal/devinfotest"
+
 	"github.com/google/go-cmp/cmp"
 )
 
-// devinfoCapture is `ibv_devinfo -v` parsed into the device's fields and
-// each port's fields, keyed by devinfo's own labels.
-type devinfoCapture struct {
-	device map[string]string
-	ports  map[int]map[string]string
-}
-
-var gidLabel = regexp.MustCompile(`^GID\[\s*(\d+)\]$`)
-
-// parseDevinfo reads ibv_devinfo -v output: "label:<tabs>value" lines;
-// "port:<tab>N" starts a port. Continuation lines (capability names) and
-// lines without a value are ignored. GID lines are keyed "GID[N]".
-func parseDevinfo(t *testing.T, name string) devinfoCapture {
+// parseDevinfo reads an ibv_devinfo -v capture (see package devinfotest).
+func parseDevinfo(t *testing.T, name string) devinfotest.Fields {
 	t.Helper()
-	f, err := os.Open(name)
+	b, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	c := devinfoCapture{device: map[string]string{}, ports: map[int]map[string]string{}}
-	cur := c.device
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		label, value, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
-		value = strings.TrimSpace(value)
-		if m := gidLabel.FindStringSubmatch(label); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			label = "GID[" + strconv.Itoa(n) + "]"
-		}
-		if !ok || value == "" || strings.ContainsAny(label, " \t") {
-			continue
-		}
-		if label == "port" {
-			n, err := strconv.Atoi(value)
-			if err != nil {
-				t.Fatalf("bad port line %q", sc.Text())
-			}
-			cur = map[string]string{}
-			c.ports[n] = cur
-			continue
-		}
-		if _, dup := cur[label]; !dup {
-			cur[label] = value
-		}
-	}
-	if err := sc.Err(); err != nil {
+	f, err := devinfotest.Parse(string(b))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return f
 }
 
 // TestRXEMatchesDevinfo checks every ibv_devinfo -v field that sysfs can
@@ -98,7 +61,7 @@ func TestRXEMatchesDevinfo(t *testing.T) {
 	}
 	wantDevice := map[string]string{}
 	for k := range gotDevice {
-		wantDevice[k] = want.device[k]
+		wantDevice[k] = want.Device[k]
 	}
 	if diff := cmp.Diff(wantDevice, gotDevice); diff != "" {
 		t.Errorf("device fields mismatch (-devinfo +sysfs):\n%s", diff)
@@ -106,10 +69,10 @@ func TestRXEMatchesDevinfo(t *testing.T) {
 	if *d.FWVer != "" {
 		t.Errorf("sysfs fw_ver = %q, want empty for rxe", *d.FWVer)
 	}
-	assertAccountedFor(t, "device", want.device, gotDevice, VerbsOnlyDeviceFields)
+	assertAccountedFor(t, "device", want.Device, gotDevice, VerbsOnlyDeviceFields)
 
 	for _, p := range d.Ports {
-		wp, ok := want.ports[p.Number]
+		wp, ok := want.Ports[p.Number]
 		if !ok {
 			t.Fatalf("devinfo has no port %d", p.Number)
 		}

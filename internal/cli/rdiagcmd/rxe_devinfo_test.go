@@ -1,7 +1,6 @@
 package rdiagcmd
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/netip"
 	"os"
@@ -13,61 +12,21 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rperf/rperf/internal/devinfotest"
 	"github.com/rperf/rperf/internal/sysfs"
 )
 
-// devinfoText is ibv_devinfo-style text parsed into the device's fields and
-// each port's fields, keyed by label; GID lines are keyed "GID[N]".
-type devinfoText struct {
-	device map[string]string
-	ports  map[int]map[string]string
-}
-
 var gidLabelRE = regexp.MustCompile(`^GID\[\s*(\d+)\]$`)
 
-// parseDevinfoText reads "label:<tabs>value" lines of one device. Lines
-// without a value (section titles), continuation lines (flag names) and
-// labels with spaces are skipped; "port:" starts a port. It stops at the
-// first blank line after the device, so rdiag's capability table that
-// follows is not mistaken for devinfo fields.
-func parseDevinfoText(t *testing.T, text string) devinfoText {
+// parseDevinfoText parses one device's ibv_devinfo-style text (see package
+// devinfotest).
+func parseDevinfoText(t *testing.T, text string) devinfotest.Fields {
 	t.Helper()
-	c := devinfoText{device: map[string]string{}, ports: map[int]map[string]string{}}
-	cur := c.device
-	sc := bufio.NewScanner(strings.NewReader(text))
-	seen := false
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.TrimSpace(line) == "" {
-			if seen {
-				break
-			}
-			continue
-		}
-		seen = true
-		label, value, ok := strings.Cut(strings.TrimSpace(line), ":")
-		value = strings.TrimSpace(value)
-		if m := gidLabelRE.FindStringSubmatch(label); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			label = "GID[" + strconv.Itoa(n) + "]"
-		}
-		if !ok || value == "" || strings.ContainsAny(label, " \t") {
-			continue
-		}
-		if label == "port" {
-			n, err := strconv.Atoi(value)
-			if err != nil {
-				t.Fatalf("bad port line %q", line)
-			}
-			cur = map[string]string{}
-			c.ports[n] = cur
-			continue
-		}
-		if _, dup := cur[label]; !dup {
-			cur[label] = value
-		}
+	f, err := devinfotest.Parse(text)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return c
+	return f
 }
 
 const rxeDevinfoCapture = "../../sysfs/testdata/src/rxe/ibv_devinfo-v.txt"
@@ -120,12 +79,12 @@ func TestRXEInfoMatchesDevinfo(t *testing.T) {
 			}
 		}
 	}
-	compare("device", want.device, got.device)
-	if len(got.ports) != len(want.ports) {
-		t.Fatalf("rdiag shows %d ports, devinfo %d", len(got.ports), len(want.ports))
+	compare("device", want.Device, got.Device)
+	if len(got.Ports) != len(want.Ports) {
+		t.Fatalf("rdiag shows %d ports, devinfo %d", len(got.Ports), len(want.Ports))
 	}
-	for num, wp := range want.ports {
-		compare("port "+strconv.Itoa(num), wp, got.ports[num])
+	for num, wp := range want.Ports {
+		compare("port "+strconv.Itoa(num), wp, got.Ports[num])
 	}
 	// Every field sysfs can know about this device: the values above were
 	// compared with the capture, and these are the ones that agreed.
@@ -146,7 +105,7 @@ func TestRXEInfoMatchesDevinfo(t *testing.T) {
 // the GID lines of ibv_devinfo -v: same indexes, addresses and types.
 func TestRXEGIDsMatchDevinfo(t *testing.T) {
 	want := map[int][2]string{} // index -> address, type
-	for label, v := range parseDevinfoText(t, readFile(t, rxeDevinfoCapture)).ports[1] {
+	for label, v := range parseDevinfoText(t, readFile(t, rxeDevinfoCapture)).Ports[1] {
 		m := gidLabelRE.FindStringSubmatch(label)
 		if m == nil {
 			continue
