@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/spf13/cobra"
 
 	"github.com/rperf/rperf/internal/cli"
+	"github.com/rperf/rperf/internal/cli/clitest"
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/reports/compare"
 )
@@ -100,16 +100,11 @@ func latency(t *testing.T, path string, center float64, seeds ...uint64) {
 	}
 }
 
-// rperf runs the command as rperf's main does, under a root command, and
-// returns the exit code, stdout and stderr.
+// rperf runs the command as rperf's main does and returns the exit code,
+// stdout and stderr.
 func rperf(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	root := &cobra.Command{Use: "rperf"}
-	root.AddCommand(New(nil))
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	code := cli.Main(root, append([]string{"compare"}, args...), &errb)
-	return code, out.String(), errb.String()
+	return clitest.Run("rperf", New(nil), args...)
 }
 
 func TestRun(t *testing.T) {
