@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rperf/rperf/internal/netns"
+	"github.com/rperf/rperf/internal/testsupport/netns"
 )
 
 // TestE2ENamespace runs rdiag inside a network namespace: it lists the

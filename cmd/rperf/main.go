@@ -7,7 +7,7 @@ import (
 	"os"
 
 	"github.com/rperf/rperf/internal/cli"
-	"github.com/rperf/rperf/internal/rperfcmd"
+	"github.com/rperf/rperf/internal/cli/rperfcmd"
 )
 
 func main() {

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rperf/rperf/internal/faultrelay"
-	"github.com/rperf/rperf/internal/netns"
+	"github.com/rperf/rperf/internal/testsupport/faultrelay"
+	"github.com/rperf/rperf/internal/testsupport/netns"
 	"github.com/rperf/rperf/reports"
 )
 

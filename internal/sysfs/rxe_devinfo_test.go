@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rperf/rperf/internal/devinfotest"
+	"github.com/rperf/rperf/internal/testsupport/devinfotest"
 
 	"github.com/google/go-cmp/cmp"
 )

@@ -44,10 +44,10 @@ import (
 	"github.com/rperf/rperf/internal/clock"
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/internal/datacheck"
-	"github.com/rperf/rperf/tests/internal/session"
+	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/sendpath"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 )
 
 // Test is one of the bandwidth tests.
@@ -347,7 +347,7 @@ func (c *Config) role(server bool) role {
 // Run runs the test over conn on dev and returns this side's results, one
 // per size (on a passive server, the client's report). It never closes
 // dev; conn is closed when it returns.
-func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) ([]reports.Result, error) {
+func Run(ctx context.Context, dev *verbsio.Context, conn *oob.Conn, cfg Config) ([]reports.Result, error) {
 	if err := cfg.Check(); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("bandwidth test: %w", err)
@@ -634,7 +634,7 @@ func (r *runner) reliableRecv() bool { return r.cfg.Connection == verbsio.QPType
 // exchange swaps reports with the peer and returns this side's result.
 func (r *runner) exchange(ctx context.Context, size int, local measured) (reports.Result, error) {
 	cfg := r.cfg
-	rep := cm.BWReport{Size: uint64(size)}
+	rep := oob.BWReport{Size: uint64(size)}
 	if local.have {
 		rep.Iters = uint64(local.res.Iterations)
 		b := local.res.Bandwidth
@@ -660,7 +660,7 @@ func (r *runner) exchange(ctx context.Context, size int, local measured) (report
 }
 
 // fromReport turns a peer's exchanged report into a result.
-func (r *runner) fromReport(rep cm.BWReport) reports.Result {
+func (r *runner) fromReport(rep oob.BWReport) reports.Result {
 	cfg := r.cfg
 	mode := reports.ModeIterations
 	if cfg.Duration > 0 {

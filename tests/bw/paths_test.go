@@ -8,9 +8,9 @@ import (
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/bw"
 	"github.com/rperf/rperf/tests/internal/pairtest"
+	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 )
 
 // Every send path that applies to a test runs it on shm0, in iterations
@@ -43,7 +43,7 @@ func TestSendPaths(t *testing.T) {
 					case "bidirectional":
 						cfg.Bidirectional = true
 					}
-					cfg.Params = cm.Params{Test: test.Command()}
+					cfg.Params = oob.Params{Test: test.Command()}
 					srv, cli := runPair(t, cfg)
 					for side, rs := range map[string][]reports.Result{"client": cli, "server": srv} {
 						if len(rs) != len(cfg.Sizes) {
@@ -109,7 +109,7 @@ func TestSendPathsOnUDP(t *testing.T) {
 			if path == sendpath.Inline {
 				cfg.Sizes = []int{1000}
 			}
-			cfg.Params = cm.Params{Test: "send-bw"}
+			cfg.Params = oob.Params{Test: "send-bw"}
 			_, cli := pairtest.MustResults(t, pairtest.UDPLoopback, bw.Run, cfg, cfg)
 			if len(cli) != 1 || cli[0].Path != path.String() || cli[0].Iterations != 200 || cli[0].BWAvgGbps <= 0 {
 				t.Fatalf("client: %+v", cli)

@@ -20,10 +20,10 @@ import (
 	"os"
 
 	"github.com/rperf/rperf/reports"
-	"github.com/rperf/rperf/tests/internal/session"
 	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/tests/paths"
 	"github.com/rperf/rperf/tests/sendpath"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/rperf/rperf/tests/dm"
 	"github.com/rperf/rperf/tests/internal/comparetest"
 	"github.com/rperf/rperf/tests/latency"
+	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/paths"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 	_ "github.com/rperf/rperf/verbsio/soft"
 )
 
@@ -61,7 +61,7 @@ func TestBufferBytesAndFit(t *testing.T) {
 func TestRun(t *testing.T) {
 	cfg := dm.Default(latency.Write)
 	cfg.Latency.Sizes, cfg.Latency.Iterations, cfg.Repetitions = []int{8, 1024}, 200, 3
-	cfg.Latency.Params = cm.Params{Test: "dm-lat write-lat"}
+	cfg.Latency.Params = oob.Params{Test: "dm-lat write-lat"}
 	side := func(ctx context.Context, dev *verbsio.Context, connect paths.Connector) ([]reports.Result, error) {
 		return dm.Run(ctx, dev, connect, cfg)
 	}
@@ -85,7 +85,7 @@ func TestRun(t *testing.T) {
 	big.Latency.Sizes = []int{200 << 10}
 	dev, _ := verbsio.Open("shm0")
 	defer dev.Close()
-	_, err := dm.Run(context.Background(), dev, func(context.Context) (*cm.Conn, error) { t.Fatal("connected"); return nil, nil }, big)
+	_, err := dm.Run(context.Background(), dev, func(context.Context) (*oob.Conn, error) { t.Fatal("connected"); return nil, nil }, big)
 	if err == nil || !strings.Contains(err.Error(), "need 409600 bytes of device memory, more than shm0's 262144") {
 		t.Errorf("200 KiB: %v", err)
 	}

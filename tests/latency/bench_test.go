@@ -9,7 +9,7 @@ import (
 	"github.com/rperf/rperf/internal/clock"
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/internal/pairtest"
-	"github.com/rperf/rperf/tests/internal/session"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 

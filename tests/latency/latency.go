@@ -40,10 +40,10 @@ import (
 	"github.com/rperf/rperf/internal/clock"
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/internal/datacheck"
-	"github.com/rperf/rperf/tests/internal/session"
+	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/sendpath"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 )
 
 // Test is one of the latency tests.
@@ -264,7 +264,7 @@ func (c *Config) inline(maxSize int) int {
 // and the closing handshake. It returns this side's results: one per size,
 // or none on the passive server of read_lat and atomic_lat. It never
 // closes dev; conn is closed when it returns.
-func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) ([]reports.Result, error) {
+func Run(ctx context.Context, dev *verbsio.Context, conn *oob.Conn, cfg Config) ([]reports.Result, error) {
 	if err := cfg.Check(); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("latency test: %w", err)

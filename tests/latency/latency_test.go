@@ -8,8 +8,8 @@ import (
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/internal/pairtest"
 	"github.com/rperf/rperf/tests/latency"
+	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 )
 
 // runPair runs cfg on both sides over shm0 and returns each side's
@@ -30,7 +30,7 @@ func TestEveryTestAndTransport(t *testing.T) {
 				if test != latency.Atomic {
 					cfg.Sizes = []int{2, 64, 4096}
 				}
-				cfg.Params = cm.Params{Test: test.Command()}
+				cfg.Params = oob.Params{Test: test.Command()}
 				srv, cli := runPair(t, cfg)
 				check := func(side string, rs []reports.Result) {
 					if len(rs) != len(cfg.Sizes) {
@@ -73,7 +73,7 @@ func TestDurationMode(t *testing.T) {
 			cfg := latency.Default(test)
 			cfg.Duration = 600 * time.Millisecond
 			cfg.Margin = 100 * time.Millisecond
-			cfg.Params = cm.Params{Test: test.Command()}
+			cfg.Params = oob.Params{Test: test.Command()}
 			begin := time.Now()
 			srv, cli := runPair(t, cfg)
 			if took := time.Since(begin); took < cfg.Duration {
@@ -119,9 +119,9 @@ func TestWarmupIsNotRecorded(t *testing.T) {
 
 func TestMismatchedSizeRefused(t *testing.T) {
 	srvCfg := latency.Default(latency.Write)
-	srvCfg.Params = cm.Params{Test: "write-lat", Fields: []cm.Field{{Flag: "-s", Value: "64", Symmetric: true}}}
+	srvCfg.Params = oob.Params{Test: "write-lat", Fields: []oob.Field{{Flag: "-s", Value: "64", Symmetric: true}}}
 	cliCfg := srvCfg
-	cliCfg.Params = cm.Params{Test: "write-lat", Fields: []cm.Field{{Flag: "-s", Value: "128", Symmetric: true}}}
+	cliCfg.Params = oob.Params{Test: "write-lat", Fields: []oob.Field{{Flag: "-s", Value: "128", Symmetric: true}}}
 	_, _, srvErr, cliErr := pairtest.Results(t, pairtest.Shm0, latency.Run, srvCfg, cliCfg)
 	for _, err := range []error{srvErr, cliErr} {
 		if err == nil || !strings.Contains(err.Error(), "peers disagree") {

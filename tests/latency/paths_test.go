@@ -8,9 +8,9 @@ import (
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/internal/pairtest"
 	"github.com/rperf/rperf/tests/latency"
+	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 )
 
 // Every send path that applies to a test runs it on shm0, both sides
@@ -28,7 +28,7 @@ func TestSendPaths(t *testing.T) {
 				if test != latency.Atomic {
 					cfg.Sizes = []int{2, 1000}
 				}
-				cfg.Params = cm.Params{Test: test.Command()}
+				cfg.Params = oob.Params{Test: test.Command()}
 				srv, cli := runPair(t, cfg)
 				check := func(side string, rs []reports.Result) {
 					if len(rs) != len(cfg.Sizes) {
@@ -60,7 +60,7 @@ func TestSendPathsDuration(t *testing.T) {
 			cfg := latency.Default(c.test)
 			cfg.Duration, cfg.Margin = 400*time.Millisecond, 100*time.Millisecond
 			cfg.Path = c.path
-			cfg.Params = cm.Params{Test: c.test.Command()}
+			cfg.Params = oob.Params{Test: c.test.Command()}
 			_, cli := runPair(t, cfg)
 			if len(cli) != 1 || cli[0].Mode != reports.ModeDuration || cli[0].Samples < 10 {
 				t.Fatalf("client: %+v", cli)
@@ -110,7 +110,7 @@ func TestSendPathDeviceLimits(t *testing.T) {
 		cfg := latency.Default(latency.Write)
 		cfg.Iterations = 10
 		cfg.Path, cfg.Sizes = c.path, c.sizes
-		cfg.Params = cm.Params{Test: "write-lat"}
+		cfg.Params = oob.Params{Test: "write-lat"}
 		_, _, srvErr, cliErr := pairtest.Results(t, pairtest.Shm0, latency.Run, cfg, cfg)
 		if cliErr == nil || !strings.Contains(cliErr.Error(), c.want) {
 			t.Errorf("--path %s -s %v: client %v, want an error saying %q (server: %v)", c.path, c.sizes, cliErr, c.want, srvErr)
@@ -130,7 +130,7 @@ func TestSendPathsOnUDP(t *testing.T) {
 			t.Run(test.Name()+"/"+path.String(), func(t *testing.T) {
 				cfg := latency.Default(test)
 				cfg.Path, cfg.Iterations, cfg.Sizes = path, 40, []int{64}
-				cfg.Params = cm.Params{Test: test.Command()}
+				cfg.Params = oob.Params{Test: test.Command()}
 				_, cli := pairtest.MustResults(t, pairtest.UDPLoopback, latency.Run, cfg, cfg)
 				if len(cli) != 1 || cli[0].Path != path.String() || cli[0].Samples != 39 {
 					t.Fatalf("client: %+v", cli)

@@ -6,8 +6,8 @@ import (
 
 	"github.com/rperf/rperf/tests/internal/pairtest"
 	"github.com/rperf/rperf/tests/latency"
+	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 )
 
 // TestValidate runs every test with data validation on shm0 and on the
@@ -38,7 +38,7 @@ func TestValidate(t *testing.T) {
 								cfg.Sizes = []int{1, 2, 13, 300, 1024}
 							}
 						}
-						cfg.Params = cm.Params{Test: test.Command()}
+						cfg.Params = oob.Params{Test: test.Command()}
 						_, cli := pairtest.MustResults(t, open, latency.Run, cfg, cfg)
 						if len(cli) != len(cfg.Sizes) {
 							t.Fatalf("%d results, want %d", len(cli), len(cfg.Sizes))
@@ -73,7 +73,7 @@ func TestValidateCatches(t *testing.T) {
 			if c.test == latency.Atomic {
 				cfg.Sizes = []int{8, 8}
 			}
-			cfg.Params = cm.Params{Test: c.test.Command()}
+			cfg.Params = oob.Params{Test: c.test.Command()}
 			srvCfg, cliCfg := cfg, cfg
 			cliCfg.Validate = true
 			var errText string

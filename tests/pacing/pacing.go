@@ -43,9 +43,9 @@ import (
 
 	"github.com/rperf/rperf/internal/clock"
 	"github.com/rperf/rperf/reports"
-	"github.com/rperf/rperf/tests/internal/session"
+	"github.com/rperf/rperf/tests/oob"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 )
 
 // TestName is the test field of pacing records.
@@ -215,7 +215,7 @@ func Follows(requested, achieved, tolerance float64) bool {
 // measures. Both return one record per rate (the server's without the
 // gap distribution, which only the receiver has). It never closes dev;
 // conn is closed when it returns.
-func Run(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg Config) ([]reports.Result, error) {
+func Run(ctx context.Context, dev *verbsio.Context, conn *oob.Conn, cfg Config) ([]reports.Result, error) {
 	if err := cfg.Check(); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("pacing test: %w", err)
@@ -281,13 +281,13 @@ func (r *runner) run(ctx context.Context) ([]reports.Result, error) {
 		}
 		// Both sides learn the receiver's figures and apply the same
 		// stop rule to them.
-		var rep cm.BWReport
+		var rep oob.BWReport
 		if !r.s.Server {
-			rep = cm.BWReport{Size: uint64(cfg.Size), Iters: uint64(res.Iterations), BWAvg: *res.AchievedMbps}
+			rep = oob.BWReport{Size: uint64(cfg.Size), Iters: uint64(res.Iterations), BWAvg: *res.AchievedMbps}
 		}
 		// The engine serves the peer meanwhile: on a poll-driven fabric
 		// the acknowledgement of the last message is still owed.
-		var peer cm.BWReport
+		var peer oob.BWReport
 		err = r.s.Serve(func() (err error) {
 			peer, err = r.s.Conn.ExchangeBWReport(ctx, rep)
 			return err
@@ -310,7 +310,7 @@ func (r *runner) run(ctx context.Context) ([]reports.Result, error) {
 }
 
 // senderRecord is the sender's record of a rate: the receiver's figures.
-func senderRecord(size int, mbps float64, plan Plan, peer cm.BWReport) reports.Result {
+func senderRecord(size int, mbps float64, plan Plan, peer oob.BWReport) reports.Result {
 	achieved := peer.BWAvg
 	e := reports.ErrorPct(mbps, achieved)
 	return reports.Result{

@@ -8,8 +8,8 @@ import (
 
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/internal/pairtest"
+	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 )
 
 func TestPlanRate(t *testing.T) {
@@ -144,7 +144,7 @@ func runPair(t *testing.T, cfg Config) (srv, cli []reports.Result) {
 func TestPacedStream(t *testing.T) {
 	cfg := Default()
 	cfg.Rates, cfg.RateDuration = []float64{20, 400}, 150*time.Millisecond
-	cfg.Params = cm.Params{Test: "pacing"}
+	cfg.Params = oob.Params{Test: "pacing"}
 	srv, cli := runPair(t, cfg)
 	if len(cli) != 2 || len(srv) != 2 {
 		t.Fatalf("%d client and %d server records, want 2 each", len(cli), len(srv))
@@ -181,7 +181,7 @@ func TestPacedStream(t *testing.T) {
 func TestSmallWindow(t *testing.T) {
 	cfg := Default()
 	cfg.Rates, cfg.RateBytes, cfg.TxDepth = []float64{500}, 256<<10, 1
-	cfg.Params = cm.Params{Test: "pacing"}
+	cfg.Params = oob.Params{Test: "pacing"}
 	_, cli := runPair(t, cfg)
 	if len(cli) != 1 || cli[0].Iterations != 64 {
 		t.Fatalf("records %+v", cli)
@@ -196,7 +196,7 @@ func TestDefaultSweepStops(t *testing.T) {
 	}
 	cfg := Default()
 	cfg.RateDuration = 20 * time.Millisecond
-	cfg.Params = cm.Params{Test: "pacing"}
+	cfg.Params = oob.Params{Test: "pacing"}
 	start := time.Now()
 	_, cli := runPair(t, cfg)
 	if len(cli) == 0 {

@@ -37,9 +37,9 @@ import (
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/bw"
 	"github.com/rperf/rperf/tests/latency"
+	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 )
 
 // DefaultRepetitions is the number of runs per path when none is given:
@@ -49,7 +49,7 @@ const DefaultRepetitions = 5
 
 // Connector returns the connection for the next run: a client dials the
 // server again, a server accepts its client's next connection.
-type Connector func(ctx context.Context) (*cm.Conn, error)
+type Connector func(ctx context.Context) (*oob.Conn, error)
 
 // Config describes a comparison. Exactly one of Latency and Bandwidth is
 // set: the test, with its sizes and parameters; its Path is ignored.
@@ -168,11 +168,11 @@ func Run(ctx context.Context, dev *verbsio.Context, connect Connector, cfg Confi
 }
 
 // runOne runs the test once on run's path over conn.
-func (c *Config) runOne(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, run Step, onConnected func(latency.Info)) ([]reports.Result, error) {
-	tag := func(p cm.Params) cm.Params {
+func (c *Config) runOne(ctx context.Context, dev *verbsio.Context, conn *oob.Conn, run Step, onConnected func(latency.Info)) ([]reports.Result, error) {
+	tag := func(p oob.Params) oob.Params {
 		p.Fields = append(slices.Clone(p.Fields),
-			cm.Field{Flag: "--path", Value: run.Path.String(), Symmetric: true},
-			cm.Field{Flag: "--repetition", Value: strconv.Itoa(run.Repetition+1) + "/" + strconv.Itoa(run.Repetitions), Symmetric: true})
+			oob.Field{Flag: "--path", Value: run.Path.String(), Symmetric: true},
+			oob.Field{Flag: "--repetition", Value: strconv.Itoa(run.Repetition+1) + "/" + strconv.Itoa(run.Repetitions), Symmetric: true})
 		return p
 	}
 	if c.Latency != nil {
@@ -241,18 +241,18 @@ func Summarise(paths []sendpath.Path, got map[sendpath.Path][][]reports.Result) 
 
 // Relisten returns a server's Connector: the first call accepts on ln,
 // each later one listens again on ln's address and accepts there (a
-// cm.Listener serves one client, as perftest's does). first bounds the
+// oob.Listener serves one client, as perftest's does). first bounds the
 // first accept, then each later one (the client reconnects at once). A
-// client meanwhile retries a refused connection (cm.Dial); a short
+// client meanwhile retries a refused connection (oob.Dial); a short
 // Options.RetryInterval keeps that gap small.
-func Relisten(ln *cm.Listener, opts cm.Options, first, then time.Duration) Connector {
+func Relisten(ln *oob.Listener, opts oob.Options, first, then time.Duration) Connector {
 	addr := ln.Addr().String()
 	next := ln
 	wait := first
-	return func(ctx context.Context) (*cm.Conn, error) {
+	return func(ctx context.Context) (*oob.Conn, error) {
 		defer func() { wait = then }()
 		if next == nil {
-			l, err := cm.Listen(ctx, addr, opts)
+			l, err := oob.Listen(ctx, addr, opts)
 			if err != nil {
 				return nil, err
 			}

@@ -9,10 +9,10 @@ import (
 	"github.com/rperf/rperf/tests/bw"
 	"github.com/rperf/rperf/tests/internal/comparetest"
 	"github.com/rperf/rperf/tests/latency"
+	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/paths"
 	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 	_ "github.com/rperf/rperf/verbsio/soft"
 )
 
@@ -141,7 +141,7 @@ func checkRecords(t *testing.T, side string, rs []reports.Result, ps []sendpath.
 func TestBandwidthPaths(t *testing.T) {
 	b := bw.Default(bw.Send)
 	b.Sizes, b.Iterations, b.PostList = []int{64}, 2000, 8
-	b.Params = cm.Params{Test: "paths send-bw"}
+	b.Params = oob.Params{Test: "paths send-bw"}
 	ps := []sendpath.Path{sendpath.Generic, sendpath.Burst, sendpath.Inline, sendpath.DM, sendpath.DV}
 	srv, cli := runPair(t, paths.Config{Bandwidth: &b, Paths: ps, Repetitions: 3})
 	checkRecords(t, "client", cli, ps, b.Sizes, 3)
@@ -153,7 +153,7 @@ func TestBandwidthPaths(t *testing.T) {
 func TestLatencyPaths(t *testing.T) {
 	l := latency.Default(latency.Write)
 	l.Sizes, l.Iterations, l.Inline = []int{8, 512}, 200, 0
-	l.Params = cm.Params{Test: "paths write-lat"}
+	l.Params = oob.Params{Test: "paths write-lat"}
 	ps := []sendpath.Path{sendpath.Generic, sendpath.Inline, sendpath.DM, sendpath.DV}
 	srv, cli := runPair(t, paths.Config{Latency: &l, Paths: ps, Repetitions: 2})
 	checkRecords(t, "client", cli, ps, l.Sizes, 2)
@@ -161,7 +161,7 @@ func TestLatencyPaths(t *testing.T) {
 
 	r := latency.Default(latency.Read)
 	r.Iterations = 100
-	r.Params = cm.Params{Test: "paths read-lat"}
+	r.Params = oob.Params{Test: "paths read-lat"}
 	ps = []sendpath.Path{sendpath.Generic, sendpath.DM}
 	srv, cli = runPair(t, paths.Config{Latency: &r, Paths: ps, Repetitions: 1})
 	checkRecords(t, "client", cli, ps, r.Sizes, 1)

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/rperf/rperf/tests/internal/session"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/dv"
 )

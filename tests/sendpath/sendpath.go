@@ -26,7 +26,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rperf/rperf/tests/internal/session"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 

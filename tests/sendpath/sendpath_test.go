@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/rperf/rperf/tests/internal/pairtest"
-	"github.com/rperf/rperf/tests/internal/session"
+	"github.com/rperf/rperf/tests/oob"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 )
 
 func TestParseAndNames(t *testing.T) {
@@ -134,7 +134,7 @@ func TestIDFIFO(t *testing.T) {
 func pair(t *testing.T, spec session.Spec, server, client func(ctx context.Context, s *session.Session) error) {
 	t.Helper()
 	side := func(body func(context.Context, *session.Session) error) pairtest.Side {
-		return func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
+		return func(ctx context.Context, dev *verbsio.Context, conn *oob.Conn) error {
 			s, err := session.Open(ctx, dev, conn, spec)
 			if err != nil {
 				return err
@@ -172,7 +172,7 @@ func waitWCs(ctx context.Context, s *session.Session, c *Completions, n int) ([]
 // posting order; receives come back through RecvBurst.
 func TestBurstPath(t *testing.T) {
 	spec := session.Spec{Verb: session.Send, Type: verbsio.QPTypeRC, MaxSize: 256, TxDepth: 16, RxDepth: 4, Inline: 64,
-		Link: session.Link{Params: cm.Params{Test: "burst"}}}
+		Link: session.Link{Params: oob.Params{Test: "burst"}}}
 	sizes := []int{100, 40, 200, 256}
 	pair(t, spec,
 		func(ctx context.Context, s *session.Session) error {
@@ -249,7 +249,7 @@ func TestBurstPath(t *testing.T) {
 // the real completions.
 func TestDVPath(t *testing.T) {
 	spec := session.Spec{Verb: session.Send, Type: verbsio.QPTypeRC, MaxSize: 128, TxDepth: 8, RxDepth: 4, Inline: 64,
-		Link: session.Link{Params: cm.Params{Test: "dv"}}}
+		Link: session.Link{Params: oob.Params{Test: "dv"}}}
 	pair(t, spec,
 		func(ctx context.Context, s *session.Session) error {
 			rc, _ := NewCompletions(DV, s, s.RecvCQ, nil)
@@ -307,7 +307,7 @@ func TestDVPath(t *testing.T) {
 // RDMA WRITE lands there.
 func TestDeviceMemorySession(t *testing.T) {
 	spec := session.Spec{Verb: session.Write, Type: verbsio.QPTypeRC, MaxSize: 64, TxDepth: 2, DeviceMemory: true,
-		Link: session.Link{Params: cm.Params{Test: "dm"}}}
+		Link: session.Link{Params: oob.Params{Test: "dm"}}}
 	pair(t, spec,
 		func(ctx context.Context, s *session.Session) error {
 			q := s.QPs[0]
@@ -375,7 +375,7 @@ func TestDeviceMemorySession(t *testing.T) {
 // receive and reposts it, AllocsPerRun times each (plus its warm-up run).
 func TestNoAllocations(t *testing.T) {
 	spec := session.Spec{Verb: session.Send, Type: verbsio.QPTypeRC, MaxSize: 64, TxDepth: 8, RxDepth: 16, Inline: 64,
-		Link: session.Link{Params: cm.Params{Test: "allocs"}}}
+		Link: session.Link{Params: oob.Params{Test: "allocs"}}}
 	const runs = 100
 	for _, p := range []Path{Generic, Burst, Inline, DV} {
 		t.Run(p.String(), func(t *testing.T) {

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rperf/rperf/internal/faultrelay"
-	"github.com/rperf/rperf/internal/netns"
 	"github.com/rperf/rperf/internal/pcap"
 	"github.com/rperf/rperf/internal/roce"
 	"github.com/rperf/rperf/internal/roce/flows"
+	"github.com/rperf/rperf/internal/testsupport/faultrelay"
+	"github.com/rperf/rperf/internal/testsupport/netns"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/soft"
 	"github.com/rperf/rperf/verbsio/verbstest"

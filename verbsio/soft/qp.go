@@ -4,9 +4,9 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/rperf/rperf/internal/pace"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/dv"
+	"github.com/rperf/rperf/verbsio/soft/internal/pace"
 	"github.com/rperf/rperf/verbsio/soft/internal/ring"
 	"golang.org/x/sys/unix"
 )

@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rperf/rperf/internal/devinfotest"
 	"github.com/rperf/rperf/internal/sysfs"
+	"github.com/rperf/rperf/internal/testsupport/devinfotest"
 )
 
 var gidLabelRE = regexp.MustCompile(`^GID\[\s*(\d+)\]$`)

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/paths"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 	_ "github.com/rperf/rperf/verbsio/soft" // registers shm0
 )
 
@@ -28,8 +28,8 @@ func Run(tb testing.TB, server, client Side) (srv, cli []reports.Result) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	opts := cm.Options{IOTimeout: 30 * time.Second, DialTimeout: 5 * time.Second, RetryInterval: time.Millisecond}
-	ln, err := cm.Listen(ctx, "127.0.0.1:0", opts)
+	opts := oob.Options{IOTimeout: 30 * time.Second, DialTimeout: 5 * time.Second, RetryInterval: time.Millisecond}
+	ln, err := oob.Listen(ctx, "127.0.0.1:0", opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func Run(tb testing.TB, server, client Side) (srv, cli []reports.Result) {
 		done <- err
 	}()
 	addr := ln.Addr().String()
-	cli, err = side(client, func(ctx context.Context) (*cm.Conn, error) { return cm.Dial(ctx, addr, opts) })
+	cli, err = side(client, func(ctx context.Context) (*oob.Conn, error) { return oob.Dial(ctx, addr, opts) })
 	if serr := <-done; err != nil || serr != nil {
 		tb.Fatalf("client: %v; server: %v", err, serr)
 	}

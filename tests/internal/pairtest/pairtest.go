@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/cm"
 	_ "github.com/rperf/rperf/verbsio/soft" // registers shm0
 )
 
 // Side runs one side of a test over an open device and connection.
-type Side func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error
+type Side func(ctx context.Context, dev *verbsio.Context, conn *oob.Conn) error
 
 // Shm0 opens the built-in shm0 device, on which Run runs both sides.
 func Shm0() (*verbsio.Context, error) { return verbsio.Open("shm0") }
@@ -62,17 +62,17 @@ func RunOn(tb testing.TB, timeout time.Duration, open func() (*verbsio.Context, 
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	opts := cm.Options{IOTimeout: timeout, DialTimeout: 5 * time.Second}
-	ln, err := cm.Listen(ctx, "127.0.0.1:0", opts)
+	opts := oob.Options{IOTimeout: timeout, DialTimeout: 5 * time.Second}
+	ln, err := oob.Listen(ctx, "127.0.0.1:0", opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	srvDone := make(chan error, 1)
 	go func() {
-		srvDone <- side(ctx, open, func(ctx context.Context) (*cm.Conn, error) { return ln.Accept(ctx) }, server)
+		srvDone <- side(ctx, open, func(ctx context.Context) (*oob.Conn, error) { return ln.Accept(ctx) }, server)
 	}()
-	clientErr = side(ctx, open, func(ctx context.Context) (*cm.Conn, error) { return cm.Dial(ctx, addr, opts) }, client)
+	clientErr = side(ctx, open, func(ctx context.Context) (*oob.Conn, error) { return oob.Dial(ctx, addr, opts) }, client)
 	select {
 	case serverErr = <-srvDone:
 	case <-time.After(timeout):
@@ -81,7 +81,7 @@ func RunOn(tb testing.TB, timeout time.Duration, open func() (*verbsio.Context, 
 	return serverErr, clientErr
 }
 
-func side(ctx context.Context, open func() (*verbsio.Context, error), connect func(context.Context) (*cm.Conn, error), run Side) error {
+func side(ctx context.Context, open func() (*verbsio.Context, error), connect func(context.Context) (*oob.Conn, error), run Side) error {
 	dev, err := open()
 	if err != nil {
 		return err
@@ -102,7 +102,7 @@ func side(ctx context.Context, open func() (*verbsio.Context, error), connect fu
 const Timeout = 60 * time.Second
 
 // Runner is a test family's Run: latency.Run, bw.Run, pacing.Run.
-type Runner[C any] func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn, cfg C) ([]reports.Result, error)
+type Runner[C any] func(ctx context.Context, dev *verbsio.Context, conn *oob.Conn, cfg C) ([]reports.Result, error)
 
 // Results runs run on both sides, on devices opened by open, with srvCfg
 // on the server and cliCfg on the client, and returns what each side
@@ -110,12 +110,12 @@ type Runner[C any] func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn
 func Results[C any](tb testing.TB, open func() (*verbsio.Context, error), run Runner[C], srvCfg, cliCfg C) (srv, cli []reports.Result, srvErr, cliErr error) {
 	tb.Helper()
 	srvErr, cliErr = RunOn(tb, Timeout, open,
-		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
+		func(ctx context.Context, dev *verbsio.Context, conn *oob.Conn) error {
 			var err error
 			srv, err = run(ctx, dev, conn, srvCfg)
 			return err
 		},
-		func(ctx context.Context, dev *verbsio.Context, conn *cm.Conn) error {
+		func(ctx context.Context, dev *verbsio.Context, conn *oob.Conn) error {
 			var err error
 			cli, err = run(ctx, dev, conn, cliCfg)
 			return err

@@ -1,0 +1,599 @@
+package rperfcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rperf/rperf/internal/cli"
+	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/reports/table"
+	"github.com/rperf/rperf/tests/dm"
+	"github.com/rperf/rperf/tests/latency"
+	"github.com/rperf/rperf/tests/oob"
+	"github.com/rperf/rperf/tests/paths"
+	"github.com/rperf/rperf/tests/sendpath"
+	"github.com/rperf/rperf/verbsio"
+)
+
+// rperf paths and rperf dm-lat: one test across send paths in one run
+// (packages tests/paths and tests/dm). They take the test's perftest flags (--test
+// picks the test) and add --reps and, for paths, --paths.
+
+// Defaults of the comparisons, where they differ from the tests'.
+const (
+	pathsBWSize     = 64                // a message-rate test
+	pathsBWIters    = 1000000           // messages per run: about 150 ms at shm0's rate
+	pathsLatIters   = 10000             // iterations per run
+	pathsPostList   = 16                // the batch of a post call, a flush, a doorbell
+	dmLatMaxDefault = dm.DefaultMaxSize // dm-lat: -a up to this without --max-size
+)
+
+// compareCmd is a comparison command.
+type compareCmd struct {
+	name     string // "paths" or "dm-lat"
+	o        *options
+	testName string
+	reps     int
+	pathList string
+	// Set by validate.
+	paths   []sendpath.Path
+	skipped []string // default paths left out, with the reason
+}
+
+func newPathsCommand() *cobra.Command {
+	_, cmd := pathsCommand()
+	return cmd
+}
+
+func newDMLatCommand() *cobra.Command {
+	_, cmd := dmLatCommand()
+	return cmd
+}
+
+func pathsCommand() (*compareCmd, *cobra.Command) {
+	return newCompareCommand(&compareCmd{name: "paths"}, commandKind("send-bw"),
+		"one test across every send path the device supports, with ratios to generic",
+		`Runs one test on every send path the device supports (DeviceAttr.SendPaths)
+and that applies to the test, in one run, and prints the paths side by
+side with their ratio to generic: message rate for bandwidth tests, median
+latency for latency tests.
+
+Each path runs --reps times; the runs are interleaved (every repetition
+runs every path once, each repetition starting one path later), so that
+every path sees the same machine, and each path's row is its median
+repetition. Each run sets up its own QPs and buffers, on a connection of
+its own. The paths:
+
+  generic  PostSend with a chain of -l work requests, CQ.Poll
+  burst    qp_burst SendPending ×-l then one SendFlush; RecvBurst; cq_poll PollCount (SEND tests, one QP)
+  inline   every message inline (-s up to the device's max_inline_data)
+  dm       the buffers in device memory
+  tso      the kernel cuts packets (UDP GSO); every other path has the engine cut them (send-bw, write-bw on udp)
+  dv       WQEs written into the send ring, one doorbell per -l (SEND and WRITE tests)
+
+Defaults differ from the test's: send-bw, -s 64, -n 1000000 (latency
+tests: 10000), -l 16 (the batch every path posts, flushes or rings at
+once), -I 0 (only the inline path inlines).
+
+Examples:
+  rperf paths --loopback                          send-bw 64 B on every path
+  rperf paths --loopback --test write-lat         latency on every path that applies
+  rperf paths --loopback --paths generic,dv -s 1K
+  rperf paths                                     server; then: rperf paths server-host`)
+}
+
+func dmLatCommand() (*compareCmd, *cobra.Command) {
+	return newCompareCommand(&compareCmd{name: "dm-lat"}, commandKind("write-lat"),
+		"latency with the buffers in device memory against host memory",
+		`Runs a latency test with the ping buffers in device memory (the dm send
+path: AllocDM, RegDMMR; the marker byte written and polled through 4-byte
+copies) and in host memory (generic), in one run, interleaved, and prints
+both side by side with their ratio, for each message size. Neither inlines
+(-I 0), so the buffers' place is the only difference.
+
+Defaults: write-lat (--test picks send-lat, read-lat or atomic-lat), every
+size from 2 to 4096 bytes (-a with --max-size 4096; -s for one size; sizes
+are capped so that the buffers fit the device memory), -n 10000, --reps 5.
+
+Examples:
+  rperf dm-lat --loopback
+  rperf dm-lat --loopback --test read-lat -s 64 --json dm.json`)
+}
+
+func commandKind(command string) kind {
+	for _, k := range kinds {
+		if k.command() == command {
+			return k
+		}
+	}
+	panic("no command " + command)
+}
+
+func newCompareCommand(c *compareCmd, def kind, short, long string) (*compareCmd, *cobra.Command) {
+	c.o = &options{k: def}
+	cmd := &cobra.Command{
+		Use:   c.name + " [host]",
+		Short: short,
+		Long:  long,
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := c.validate(args); err != nil {
+				return err
+			}
+			return oneLine(c.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
+	}
+	fs := cmd.Flags()
+	c.o.register(fs)
+	c.helpDefaults(fs)
+	fs.StringVar(&c.testName, "test", def.command(), "the test to run: "+c.testChoices())
+	fs.IntVar(&c.reps, "reps", paths.DefaultRepetitions, "runs per path, interleaved; each path's row is its median run")
+	if c.name == "paths" {
+		fs.StringVar(&c.pathList, "paths", "", "the paths to compare, comma-separated, generic among them (default: every path the device supports that applies)")
+	}
+	fs.MarkHidden(pathFlag)
+	return c, cmd
+}
+
+// helpDefaults makes --help show the comparison's defaults, which validate
+// applies, instead of the test command's.
+func (c *compareCmd) helpDefaults(fs *pflag.FlagSet) {
+	fs.Lookup("inline_size").DefValue = "0"
+	if c.name == "dm-lat" {
+		fs.Lookup("size").DefValue = "" // -a up to --max-size
+		fs.Lookup("max-size").Usage = "the largest size of -a"
+		fs.Lookup("max-size").DefValue = strconv.Itoa(dmLatMaxDefault)
+		fs.Lookup("iters").DefValue = strconv.Itoa(pathsLatIters)
+		return
+	}
+	fs.Lookup("size").DefValue = strconv.Itoa(pathsBWSize)
+	fs.Lookup("iters").DefValue = fmt.Sprintf("%d; latency tests %d", pathsBWIters, pathsLatIters)
+	fs.Lookup("post_list").DefValue = strconv.Itoa(pathsPostList)
+}
+
+func (c *compareCmd) testChoices() string {
+	var names []string
+	for _, k := range kinds {
+		if c.name == "dm-lat" && !k.lat {
+			continue
+		}
+		names = append(names, k.command())
+	}
+	return strings.Join(names, ", ")
+}
+
+// validate picks the test, checks its flags as the test command would,
+// and applies the comparison's defaults.
+func (c *compareCmd) validate(args []string) error {
+	o := c.o
+	found := false
+	for _, k := range kinds {
+		if k.command() == c.testName && (c.name != "dm-lat" || k.lat) {
+			o.k, found = k, true
+		}
+	}
+	if !found {
+		return cli.Usagef("--test %s: not a test %s runs; use one of %s", c.testName, c.name, c.testChoices())
+	}
+	if o.changed(pathFlag) {
+		return cli.Usagef("--path picks one path; %s compares several (%s)", c.name, map[bool]string{true: "--paths", false: "generic and dm"}[c.name == "paths"])
+	}
+	if c.reps < 1 {
+		return cli.Usagef("--reps %d: at least one run per path", c.reps)
+	}
+	if c.name == "dm-lat" && !o.changed("size") && !o.all {
+		o.all = true
+		if !o.changed("max-size") {
+			o.maxSize = strconv.Itoa(dmLatMaxDefault)
+			o.fs.Lookup("max-size").Changed = true
+		}
+	}
+	if o.changed("duration") {
+		return cli.Usagef("-D: %s compares runs of a fixed number of iterations; use -n", c.name)
+	}
+	if err := o.validate(args); err != nil {
+		return err
+	}
+	// The comparison's defaults.
+	if !o.changed("size") && !o.all && !o.k.lat && !o.k.atomic() {
+		o.sizes = []int{pathsBWSize}
+	}
+	if !o.changed("iters") {
+		o.iters = pathsLatIters
+		if !o.k.lat {
+			o.iters = pathsBWIters
+		}
+	}
+	if !o.changed("inline_size") {
+		o.inline = 0
+	}
+	if !o.k.lat && !o.changed("post_list") && !o.changed("cq-mod") {
+		o.postList = min(pathsPostList, o.txDepth, o.iters)
+	}
+	if c.name == "dm-lat" {
+		c.paths = []sendpath.Path{sendpath.Generic, sendpath.DM}
+		return nil
+	}
+	if c.pathList != "" {
+		for _, f := range strings.Split(c.pathList, ",") {
+			p, err := sendpath.Parse(f)
+			if err != nil {
+				return cli.Usagef("--paths %s: %v", c.pathList, err)
+			}
+			if slices.Contains(c.paths, p) {
+				return cli.Usagef("--paths %s: %s appears twice", c.pathList, p)
+			}
+			if err := c.applies(p); err != nil {
+				return cli.Usagef("--paths: %s does not apply to %s: %v", p, o.k.command(), err)
+			}
+			c.paths = append(c.paths, p)
+		}
+		if !slices.Contains(c.paths, sendpath.Generic) {
+			return cli.Usagef("--paths %s: include generic, the reference of the ratios", c.pathList)
+		}
+	}
+	return nil
+}
+
+// applies checks path p against the test and its flags.
+func (c *compareCmd) applies(p sendpath.Path) error {
+	o := c.o
+	if err := sendpath.Applies(p, o.k.pathTest(o.qpType)); err != nil {
+		return err
+	}
+	switch {
+	case p == sendpath.Burst && o.qps > 1:
+		return errors.New("the burst path runs one QP (-q 1)")
+	case (p == sendpath.Burst || p == sendpath.DM) && o.checkData:
+		return errors.New("it cannot be validated (--validate)")
+	case p == sendpath.DM && o.inline > 0:
+		return errors.New("device memory is never sent inline (-I)")
+	}
+	return nil
+}
+
+// fitsDevice checks that the device offers p and that the test's buffers
+// fit it.
+func (c *compareCmd) fitsDevice(p sendpath.Path, attr verbsio.DeviceAttr, sizes []int) error {
+	o := c.o
+	if err := sendpath.CheckDevice(p, attr, o.device); err != nil {
+		return err
+	}
+	largest := sizes[len(sizes)-1]
+	switch {
+	case p == sendpath.Inline && largest > attr.MaxInlineData:
+		return fmt.Errorf("%d-byte messages do not fit %s's max_inline_data %d", largest, o.device, attr.MaxInlineData)
+	case p == sendpath.DM && uint64(o.qps*dm.BufferBytes(largest, o.qpType)) > attr.MaxDMSize:
+		return fmt.Errorf("the buffers of %d-byte messages need %d bytes of device memory, more than %s's %d", largest, o.qps*dm.BufferBytes(largest, o.qpType), o.device, attr.MaxDMSize)
+	}
+	return nil
+}
+
+// choosePaths settles the paths once the device is open: the listed ones
+// must fit the device; by default every path the device offers that fits.
+func (c *compareCmd) choosePaths(attr verbsio.DeviceAttr, sizes []int) error {
+	if c.name == "dm-lat" || c.pathList != "" {
+		for _, p := range c.paths {
+			if err := c.fitsDevice(p, attr, sizes); err != nil {
+				return &cli.EnvironmentError{Err: fmt.Errorf("%s: %v", c.flagFor(p), err)}
+			}
+		}
+		return nil
+	}
+	for _, p := range sendpath.All {
+		if err := c.applies(p); err != nil {
+			if sendpath.Applies(p, c.o.k.pathTest(c.o.qpType)) == nil {
+				c.skipped = append(c.skipped, p.String()+": "+err.Error())
+			}
+			continue
+		}
+		if err := c.fitsDevice(p, attr, sizes); err != nil {
+			c.skipped = append(c.skipped, p.String()+": "+err.Error())
+			continue
+		}
+		c.paths = append(c.paths, p)
+	}
+	return nil
+}
+
+func (c *compareCmd) flagFor(p sendpath.Path) string {
+	if c.name == "dm-lat" {
+		return "dm-lat"
+	}
+	return "--paths " + p.String()
+}
+
+// dmSizes caps dm-lat's -a sizes at what device memory holds.
+func (c *compareCmd) dmSizes(attr verbsio.DeviceAttr, sizes []int) []int {
+	if c.name != "dm-lat" || !c.o.all {
+		return sizes
+	}
+	return dm.Fit(sizes, c.o.qpType, attr)
+}
+
+func (c *compareCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
+	o := c.o
+	p, err := prepare(o)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	attr, err := p.dev.QueryDevice()
+	if err != nil {
+		return fmt.Errorf("query device %s: %w", o.device, err)
+	}
+	if p.sizes = c.dmSizes(attr, p.sizes); len(p.sizes) == 0 {
+		return cli.Usagef("-a: no size fits %s's device memory (%d bytes)", o.device, attr.MaxDMSize)
+	}
+	if err := c.choosePaths(attr, p.sizes); err != nil {
+		return err
+	}
+	if o.loopback {
+		return loopbackWith(o, []string{c.name}, func(client *options) error {
+			cc := *c
+			cc.o = client
+			return cc.side(ctx, p, stdout, stderr, nil)
+		})
+	}
+	var listening func(int)
+	if o.loopbackServer {
+		listening = reportPort
+	}
+	return c.side(ctx, p, stdout, stderr, listening)
+}
+
+// params are the test's parameters and the comparison's.
+func (c *compareCmd) params(sizes []int) oob.Params {
+	p := c.o.params(sizes)
+	p.Test = c.name + " " + p.Test
+	names := make([]string, len(c.paths))
+	for i, x := range c.paths {
+		names[i] = x.String()
+	}
+	p.Fields = append(p.Fields,
+		oob.Field{Flag: "--paths", Value: strings.Join(names, ","), Symmetric: true},
+		oob.Field{Flag: "--reps", Value: strconv.Itoa(c.reps), Symmetric: true})
+	return p
+}
+
+// connector returns how each run connects: a client dials the server
+// again for every run, a server listens again after each one.
+func (c *compareCmd) connector(ctx context.Context, out io.Writer, listening func(int)) (paths.Connector, func(), error) {
+	o := c.o
+	opts := oob.Options{IOTimeout: o.timeout, DialTimeout: min(o.timeout, maxDialTimeout), RetryInterval: time.Millisecond}
+	if o.host != "" {
+		addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
+		return func(ctx context.Context) (*oob.Conn, error) { return oob.Dial(ctx, addr, opts) }, func() {}, nil
+	}
+	host, wait := "", time.Duration(acceptWaitFactor)*o.timeout
+	if o.loopbackServer {
+		host, wait = "127.0.0.1", loopbackAcceptWait
+	}
+	ln, err := oob.Listen(ctx, net.JoinHostPort(host, strconv.Itoa(o.port)), opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	fmt.Fprintf(out, "\n Waiting for a client on TCP port %d (for up to %v) ...\n", port, wait)
+	if listening != nil {
+		listening(port)
+	}
+	// The first client may take long to come; later runs reconnect at once.
+	return paths.Relisten(ln, opts, wait, o.timeout), func() { ln.Close() }, nil
+}
+
+// side runs one side of the comparison.
+func (c *compareCmd) side(ctx context.Context, p *prepared, stdout, stderr io.Writer, listening func(int)) error {
+	o := c.o
+	out := stdout
+	if o.jsonPath == "-" {
+		out = stderr
+	}
+	connect, closeLn, err := c.connector(ctx, out, listening)
+	if err != nil {
+		return err
+	}
+	defer closeLn()
+	env := p.env
+	env.SendPath = "paths"
+	role := "client"
+	if o.host == "" {
+		role = "server"
+	}
+	env.Extra = map[string]string{"role": role}
+	prog := newProgress(stderr, o)
+	if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f) && !o.loopbackServer {
+		prog.enabled = true
+	}
+	defer prog.stop()
+	headerErr := error(nil)
+	cfg := paths.Config{Paths: c.paths, Repetitions: c.reps,
+		OnConnected: func(in latency.Info) {
+			env.MTU = in.MTU
+			fillExtra(env.Extra, o, in)
+			prog.clear()
+			headerErr = c.header(out, in, env)
+		},
+		OnStep: func(s paths.Step) {
+			if prog.enabled {
+				prog.show(fmt.Sprintf(" [%d/%d] %s, repetition %d of %d ...", s.Index+1, s.Count, s.Path, s.Repetition+1, s.Repetitions))
+			}
+		},
+	}
+	var results []reports.Result
+	switch {
+	case c.name == "dm-lat":
+		l := o.latencyConfig(p.sizes)
+		l.Params = c.params(p.sizes)
+		results, err = dm.Run(ctx, p.dev, connect, dm.Config{Latency: l, Repetitions: c.reps, OnStep: cfg.OnStep, OnConnected: cfg.OnConnected})
+	case o.k.lat:
+		l := o.latencyConfig(p.sizes)
+		l.Params = c.params(p.sizes)
+		cfg.Latency = &l
+		results, err = paths.Run(ctx, p.dev, connect, cfg)
+	default:
+		b := o.bwConfig(p.sizes)
+		b.Params = c.params(p.sizes)
+		cfg.Bandwidth = &b
+		results, err = paths.Run(ctx, p.dev, connect, cfg)
+	}
+	prog.stop()
+	if err != nil {
+		return runError(err)
+	}
+	if headerErr != nil {
+		return fmt.Errorf("write the report: %w", headerErr)
+	}
+	if err := c.report(out, results, env); err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	env.Extra["repetitions"] = strconv.Itoa(c.reps)
+	env.Extra["paths"] = sendpath.Names(c.paths)
+	if len(c.skipped) > 0 {
+		env.Extra["paths_skipped"] = strings.Join(c.skipped, "; ")
+	}
+	attr, _ := p.dev.QueryDevice()
+	for _, x := range c.paths {
+		if seg := sendpath.SegmenterName(paths.Segmenter(x), p.dev.Device, attr); seg != "" {
+			env.Extra["segmenter_"+x.String()] = seg
+		}
+	}
+	if err := writeReport(o, p, env, results, out, stdout); err != nil {
+		return err
+	}
+	p.ok = true
+	return nil
+}
+
+// header prints the comparison's header block.
+func (c *compareCmd) header(w io.Writer, in latency.Info, env reports.Env) error {
+	o := c.o
+	ew := &errPrinter{w: w}
+	title := "Send path comparison: " + o.k.title()
+	if c.name == "dm-lat" {
+		title = "Device memory vs host memory: " + o.k.title()
+	}
+	ew.banner(title)
+	pair, one, transport := ew.pair, ew.one, transportName(in.Device)
+	pair("Device", in.Device.Name, "Transport type", transport)
+	pair("Connection type", o.qpType.String(), "Number of qps", strconv.Itoa(len(in.Local)))
+	iters := strconv.Itoa(o.iters)
+	if !o.k.lat {
+		iters += " per QP"
+	}
+	pair("Iterations", iters, "TX depth", strconv.Itoa(in.TxDepth))
+	if !o.k.lat {
+		one("Post list", fmt.Sprintf("%d (each path posts, flushes or rings this many at once)", o.postList))
+	}
+	one("Mtu", fmt.Sprintf("%d[B]", in.MTU))
+	one("Repetitions", fmt.Sprintf("%d per path, interleaved; a connection and QPs per run", c.reps))
+	one("Paths", sendpath.Names(c.paths))
+	for _, s := range c.skipped {
+		one("Not run", s)
+	}
+	peer := "perftest " + in.PeerVersion
+	if in.PeerRperf {
+		peer = "rperf (" + in.PeerVersion + "), parameters checked"
+	}
+	one("Peer", peer)
+	one("Clock", fmt.Sprintf("%s, resolution %d ns", env.Clock.Name, env.Clock.ResolutionNs))
+	ew.printf("%s\n", table.ResultLine)
+	return ew.err
+}
+
+// report prints the comparison table.
+func (c *compareCmd) report(w io.Writer, results []reports.Result, env reports.Env) error {
+	if len(results) == 0 {
+		_, err := fmt.Fprintf(w, " This side is passive: the client's %s ran against its memory, and the client prints the comparison.\n%s\n",
+			opName(c.o.k), table.ResultLine)
+		return err
+	}
+	var label func(reports.Result) string
+	if c.name == "dm-lat" {
+		label = dm.Label
+	}
+	if err := table.WritePaths(w, results, label, env.Clock); err != nil {
+		return err
+	}
+	return table.WriteResultLine(w)
+}
+
+// writeDocument writes doc to --json's file, or stdout for --json -.
+// writeReport ends a run's report: the engine's counters after the table
+// (udp fabric), then the rperf/v1 document to --json.
+func writeReport(o *options, p *prepared, env reports.Env, results []reports.Result, out, stdout io.Writer) error {
+	if env.EngineCounters = engineCounters(p.dev); env.EngineCounters != nil {
+		if err := writeCounters(out, o.device, udpPortOf(p.dev, uint8(o.ibPort)), env.EngineCounters); err != nil {
+			return fmt.Errorf("write the report: %w", err)
+		}
+	}
+	doc := reports.NewDocument(env)
+	doc.Results = append(doc.Results, results...)
+	return writeDocument(o, p, doc, stdout)
+}
+
+func writeDocument(o *options, p *prepared, doc *reports.Document, stdout io.Writer) error {
+	if p.jsonFile != nil {
+		if err := doc.Write(p.jsonFile); err != nil {
+			return fmt.Errorf("--json %s: %w", o.jsonPath, err)
+		}
+		if err := p.jsonFile.Close(); err != nil {
+			return fmt.Errorf("--json %s: %w", o.jsonPath, err)
+		}
+		p.jsonFile = nil
+	} else if o.jsonPath == "-" {
+		if err := doc.Write(stdout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errPrinter keeps the first write error.
+type errPrinter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errPrinter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+// banner prints perftest's dashed line and the title centred under it.
+func (e *errPrinter) banner(title string) {
+	line := table.ResultLine
+	e.printf("%s\n%*s\n", line, (len(line)+len(title))/2, title)
+}
+
+// pair prints two header fields on one line, as perftest aligns them.
+func (e *errPrinter) pair(a, av, b, bv string) { e.printf(" %-16s: %-16s %-15s: %s\n", a, av, b, bv) }
+
+// one prints one header field.
+func (e *errPrinter) one(a, av string) { e.printf(" %-16s: %s\n", a, av) }
+
+// transportName is the header's transport type: the device's, with the
+// provider and fabric of a built-in one.
+func transportName(d verbsio.DeviceInfo) string {
+	t := d.Transport
+	if d.Provider != "" {
+		t += " (" + d.Provider
+		if d.Fabric != "" {
+			t += ", " + d.Fabric + " fabric"
+		}
+		t += ")"
+	}
+	return t
+}

@@ -1,0 +1,218 @@
+package oob
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"time"
+)
+
+// ExchangeKeys sends local's key message and returns the peer's. perftest
+// calls this ctx_hand_shake(); it serves for the per-QP address exchange
+// and, with the same Dest again, as a synchronisation point. The message
+// form (with or without GID) follows local.HasGID; the peer must use the
+// same form, and a mismatch is reported as ErrIncompatible. The first Dest
+// exchanged is remembered for Barrier and Finish, as perftest uses
+// my_dest[0] for those.
+func (c *Conn) ExchangeKeys(ctx context.Context, local Dest) (Dest, error) {
+	return c.exchangeKey(ctx, "key exchange", local, c.opts.IOTimeout)
+}
+
+// Barrier is a key exchange of the first Dest given to ExchangeKeys, used
+// where perftest synchronises the two sides: after moving QPs to RTR,
+// between message sizes, and when a passive server waits for the client to
+// finish its run. wait bounds how long to wait for the peer's message (0
+// means Options.IOTimeout); a passive side should pass the expected run
+// time plus a margin. It fails if no key exchange has happened yet.
+func (c *Conn) Barrier(ctx context.Context, wait time.Duration) error {
+	if !c.haveBarrier {
+		return fmt.Errorf("barrier: no key exchange yet; call ExchangeKeys first")
+	}
+	if wait <= 0 {
+		wait = c.opts.IOTimeout
+	}
+	_, err := c.exchangeKey(ctx, "barrier", c.barrier, wait)
+	return err
+}
+
+// doneMessage is what older perftest releases write after the closing key
+// exchange, NUL included (perftest 4.5, version string "6.06", does; the
+// 6.29 sources just close the socket).
+var doneMessage = []byte("done\x00")
+
+// drainTimeout bounds Finish's wait for the peer's "done".
+const drainTimeout = time.Second
+
+// Finish performs perftest's closing handshake, a final key exchange of
+// the first Dest, then writes "done\0" as older perftest versions expect,
+// reads the peer's "done\0" if it sends one (newer perftest does not), and
+// closes the connection. Only the key exchange can fail; it is skipped if
+// no keys were ever exchanged. The connection is closed in every case.
+func (c *Conn) Finish(ctx context.Context) error {
+	if c.finished {
+		return nil
+	}
+	defer c.nc.Close()
+	if !c.haveBarrier {
+		c.finished = true
+		return nil
+	}
+	_, err := c.exchangeKey(ctx, "close handshake", c.barrier, c.opts.IOTimeout)
+	c.finished = true
+	if err != nil {
+		return err
+	}
+	d := min(c.opts.IOTimeout, drainTimeout)
+	c.nc.SetDeadline(time.Now().Add(d))
+	if _, err := c.nc.Write(doneMessage); err != nil {
+		return nil // the peer already closed: nothing left to agree on
+	}
+	var buf [len("done\x00")]byte
+	io.ReadFull(c.nc, buf[:]) // best effort: avoids resetting a peer that still reads
+	return nil
+}
+
+func (c *Conn) exchangeKey(ctx context.Context, step string, local Dest, wait time.Duration) (Dest, error) {
+	if !c.handshook {
+		return Dest{}, fmt.Errorf("%s: call Handshake first", step)
+	}
+	if c.finished {
+		return Dest{}, fmt.Errorf("%s: the connection is already finished", step)
+	}
+	var obuf, ibuf [KeySizeGID]byte
+	out := AppendKey(obuf[:0], local)
+	in := ibuf[:local.KeyLen()]
+	what := fmt.Sprintf("%d-byte key message", len(in))
+	var remote Dest
+	err := c.swap(
+		func() error { return c.send(ctx, step, what, out) },
+		func() error {
+			n, err := c.recv(ctx, step, what, in, wait)
+			if err != nil {
+				if local.HasGID && n == KeySize && in[KeySize-1] == 0 {
+					return gidMismatch(step, false, err)
+				}
+				return err
+			}
+			remote, err = ParseKey(in)
+			if err != nil {
+				if !local.HasGID && looksLikeGIDForm(in) {
+					return gidMismatch(step, true, err)
+				}
+				return newError(fmt.Sprintf("%s: the peer's key message is malformed (%v); is it running the same test with the same options? (--data_validation key messages are not supported)", step, err), ErrProtocol, err)
+			}
+			return nil
+		})
+	if err != nil {
+		return Dest{}, err
+	}
+	if !c.haveBarrier {
+		c.barrier, c.haveBarrier = local, true
+	}
+	return remote, nil
+}
+
+// looksLikeGIDForm reports whether the first KeySize bytes of a message are
+// the start of the GID form: colons after GID[0] and GID[2].
+func looksLikeGIDForm(b []byte) bool {
+	return len(b) >= KeySize && b[52] == ':' && b[58] == ':'
+}
+
+func gidMismatch(step string, peerHasGID bool, err error) error {
+	peer, local := "without a GID (59 bytes)", "with a GID (108 bytes)"
+	if peerHasGID {
+		peer, local = local, peer
+	}
+	return newError(fmt.Sprintf("%s: the peer sends key messages %s but this side sends them %s; both sides must agree: give -x (GID index) to both sides or to neither, and run both on the same link type", step, peer, local), ErrIncompatible, err)
+}
+
+// BWReport is a bandwidth test's result as perftest's xchg_bw_reports()
+// exchanges it. cm does not interpret the numbers. Note that a perftest
+// server of a unidirectional test sends uninitialised memory here: only
+// the side that ran the traffic has meaningful values.
+type BWReport struct {
+	Size    uint64  // message size in bytes
+	Iters   uint64  // iterations; only the low 32 bits reach peers older than 5.33
+	BWPeak  float64 // peak bandwidth
+	BWAvg   float64 // average bandwidth
+	MsgRate float64 // average message rate
+	// PerPort adds the per-port values of --report-per-port (dual-port
+	// tests). Both sides must agree on it; the returned report copies the
+	// local setting.
+	PerPort     bool
+	BWAvgPort   [2]float64
+	MsgRatePort [2]float64
+}
+
+// ExchangeBWReport sends local and returns the peer's report. As in
+// perftest each value is its own exchange: size (8 bytes), iters (8 bytes,
+// 4 for peers older than 5.33 or when versions were not exchanged), then
+// bw_peak, bw_avg and msg_rate as big-endian IEEE doubles, then with
+// PerPort bw_avg and msg_rate of port 1, then of port 2.
+func (c *Conn) ExchangeBWReport(ctx context.Context, local BWReport) (BWReport, error) {
+	const step = "BW report exchange"
+	if !c.handshook {
+		return BWReport{}, fmt.Errorf("%s: call Handshake first", step)
+	}
+	if c.finished {
+		return BWReport{}, fmt.Errorf("%s: the connection is already finished", step)
+	}
+	r := BWReport{PerPort: local.PerPort}
+	var err error
+	if r.Size, err = c.swapUint64(ctx, step, "size", local.Size, 8); err != nil {
+		return BWReport{}, err
+	}
+	itersSize := 8
+	if c.peerVersion < reportIters64 {
+		itersSize = 4
+	}
+	if r.Iters, err = c.swapUint64(ctx, step, "iteration count", local.Iters, itersSize); err != nil {
+		return BWReport{}, err
+	}
+	floats := []struct {
+		what   string
+		in     float64
+		out    *float64
+		active bool
+	}{
+		{"peak bandwidth", local.BWPeak, &r.BWPeak, true},
+		{"average bandwidth", local.BWAvg, &r.BWAvg, true},
+		{"message rate", local.MsgRate, &r.MsgRate, true},
+		{"port 1 average bandwidth", local.BWAvgPort[0], &r.BWAvgPort[0], local.PerPort},
+		{"port 1 message rate", local.MsgRatePort[0], &r.MsgRatePort[0], local.PerPort},
+		{"port 2 average bandwidth", local.BWAvgPort[1], &r.BWAvgPort[1], local.PerPort},
+		{"port 2 message rate", local.MsgRatePort[1], &r.MsgRatePort[1], local.PerPort},
+	}
+	for _, f := range floats {
+		if !f.active {
+			continue
+		}
+		bits, err := c.swapUint64(ctx, step, f.what, math.Float64bits(f.in), 8)
+		if err != nil {
+			return BWReport{}, err
+		}
+		*f.out = math.Float64frombits(bits)
+	}
+	return r, nil
+}
+
+// swapUint64 exchanges v big-endian in size bytes (8, or 4 for the low 32
+// bits).
+func (c *Conn) swapUint64(ctx context.Context, step, what string, v uint64, size int) (uint64, error) {
+	var out, in [8]byte
+	if size == 4 {
+		binary.BigEndian.PutUint32(out[:], uint32(v))
+	} else {
+		binary.BigEndian.PutUint64(out[:], v)
+	}
+	what = fmt.Sprintf("%d-byte %s", size, what)
+	if err := c.swapBytes(ctx, step, what, out[:size], in[:size], c.opts.IOTimeout); err != nil {
+		return 0, err
+	}
+	if size == 4 {
+		return uint64(binary.BigEndian.Uint32(in[:])), nil
+	}
+	return binary.BigEndian.Uint64(in[:]), nil
+}
