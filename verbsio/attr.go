@@ -44,6 +44,82 @@ type DeviceAttr struct {
 	Interfaces    []InterfaceCap // accelerated interface families offered
 	SendPaths     []string       // rperf send paths the device supports
 	Unknown       []string       // names of fields this provider cannot know
+
+	// Ext holds the rest of what ibv_query_device_ex reports (the fields
+	// ibv_devinfo -v prints that rperf does not use); nil when the
+	// provider does not report them (the built-in engine).
+	Ext *DeviceAttrEx
+}
+
+// DeviceAttrEx is the rest of struct ibv_device_attr_ex, as ibv_devinfo -v
+// prints it. A provider that answers only the legacy ibv_query_device
+// fills the fields of struct ibv_device_attr and names the extended ones
+// (ODPCaps, CompletionTimestampMask, HCACoreClock, DeviceCapFlagsEx,
+// RSSCaps, MaxWQTypeRQ, TMCaps, CQModCaps) in DeviceAttr.Unknown.
+type DeviceAttrEx struct {
+	// Fields of struct ibv_device_attr that DeviceAttr does not carry.
+	MaxEERdAtom           int // outstanding READ/atomic per EE context as target
+	MaxEEInitRdAtom       int // outstanding READ/atomic per EE context as initiator
+	MaxEE                 int // end-to-end contexts
+	MaxRDD                int // reliable datagram domains
+	MaxMW                 int // memory windows
+	MaxRawIPv6QP          int // raw IPv6 datagram QPs
+	MaxRawEthyQP          int // raw Ethertype datagram QPs
+	MaxMcastGrp           int // multicast groups
+	MaxMcastQPAttach      int // QPs per multicast group
+	MaxTotalMcastQPAttach int // QPs attached to multicast groups in all
+	MaxFMR                int // fast memory regions
+	MaxMapPerFMR          int // remaps per FMR before an unmap
+
+	// Extended attributes (ibv_query_device_ex).
+	ODP                     ODPCaps   // on-demand paging
+	CompletionTimestampMask uint64    // bits of a completion's timestamp; 0: no timestamps
+	HCACoreClock            uint64    // the timestamp clock, kHz; 0: not reported
+	DeviceCapFlagsEx        uint64    // device_cap_flags_ex: all 64 capability bits
+	RSS                     RSSCaps   // receive side scaling
+	MaxWQTypeRQ             uint32    // receive work queues
+	TM                      TMCaps    // tag matching
+	CQMod                   CQModCaps // CQ moderation
+
+	// NumCompVectors is the context's number of completion vectors
+	// (struct ibv_context's num_comp_vectors).
+	NumCompVectors int
+}
+
+// ODPCaps are on-demand paging capabilities (struct ibv_odp_caps and
+// xrc_odp_caps): IBV_ODP_SUPPORT* general bits, IBV_ODP_SUPPORT_SEND ...
+// bits per transport.
+type ODPCaps struct {
+	General uint64
+	RC      uint32
+	UC      uint32
+	UD      uint32
+	XRC     uint32
+}
+
+// RSSCaps are receive side scaling capabilities (struct ibv_rss_caps).
+type RSSCaps struct {
+	SupportedQP                []QPType
+	MaxRWQIndirectionTables    uint32
+	MaxRWQIndirectionTableSize uint32
+	RxHashFieldsMask           uint64
+	RxHashFunction             uint8
+}
+
+// TMCaps are tag matching capabilities (struct ibv_tm_caps); MaxNumTags 0
+// means no tag matching.
+type TMCaps struct {
+	MaxRndvHdrSize uint32
+	MaxNumTags     uint32
+	Flags          uint32 // IBV_TM_CAP_*
+	MaxOps         uint32
+	MaxSGE         uint32
+}
+
+// CQModCaps are CQ moderation capabilities (struct ibv_cq_moderation_caps).
+type CQModCaps struct {
+	MaxCQCount  uint16
+	MaxCQPeriod uint16 // microseconds
 }
 
 // TSOCaps describe segmentation offload (tso_caps).
@@ -96,6 +172,20 @@ type PortAttr struct {
 	PhysState    uint8 // 5 = LINK_UP
 	LinkLayer    LinkLayer
 	Netdev       string // network device the port is bound to, if any
+
+	// Ext holds the rest of struct ibv_port_attr; nil when the provider
+	// does not report it (the built-in engine).
+	Ext *PortAttrEx
+}
+
+// PortAttrEx is the rest of struct ibv_port_attr, as ibv_devinfo -v
+// prints it.
+type PortAttrEx struct {
+	PortCapFlags2 uint16 // IBV_PORT_*2 capability bits
+	BadPkeyCntr   uint32 // packets dropped for a bad P_Key
+	QKeyViolCntr  uint32 // Q_Key violations
+	SubnetTimeout uint8  // 4.096 us * 2^SubnetTimeout
+	InitTypeReply uint8
 }
 
 // QPCap are a queue pair's queue sizes. CreateQP returns the sizes actually
