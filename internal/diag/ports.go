@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/rperf/rperf/internal/diag/devinfo"
 	"github.com/rperf/rperf/internal/sysfs"
+	"github.com/rperf/rperf/verbsio"
 )
 
 // PortKey names one port of one RDMA device.
@@ -115,10 +117,10 @@ func PortState(d sysfs.Device, p sysfs.Port, nd *sysfs.NetDev) Finding {
 		f.Fix = `check "rdma link show"`
 		return f
 	}
-	state := p.State.Devinfo()
+	state := devinfo.PortStateText(p.State.Code)
 	phys := "phys_state unknown"
 	if p.PhysState != nil {
-		phys = p.PhysState.Devinfo()
+		phys = devinfo.PhysStateText(p.PhysState.Code)
 	}
 	ndText := ""
 	if nd != nil {
@@ -198,9 +200,9 @@ func PortMTU(d sysfs.Device, p sysfs.Port, nd *sysfs.NetDev, attr PortAttr) Find
 		return f
 	case linkLayer(p) != sysfs.LinkLayerEthernet:
 		f.Severity = Info
-		f.What = fmt.Sprintf("%s: %s link: the IB MTU comes from the subnet manager, not a netdev", key, sysfs.DevinfoLinkLayer(linkLayer(p)))
+		f.What = fmt.Sprintf("%s: %s link: the IB MTU comes from the subnet manager, not a netdev", key, devinfo.LinkLayerText(linkLayer(p)))
 		if attr.ActiveMTU != 0 {
-			f.What += fmt.Sprintf("; active_mtu %s", attr.ActiveMTU.Devinfo())
+			f.What += fmt.Sprintf("; active_mtu %s", devinfo.MTUText(verbsio.MTU(attr.ActiveMTU)))
 		}
 		return f
 	case nd == nil:

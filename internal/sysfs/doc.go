@@ -26,14 +26,12 @@
 // ...) and a port's max_mtu, active_mtu, max_msg_sz, max_vl_num and
 // port_cap_flags2 from ibv_query_port are not in sysfs. This package has
 // no fields for them, so "unknown from sysfs" is never mistaken for zero;
-// they belong to a verbs query. VerbsOnlyDeviceFields and
-// VerbsOnlyPortFields name them as ibv_devinfo does. Two can be derived for RoCE: a port's
-// active MTU from its netdev's MTU (RoCEMTU), and rxe's max MTU, which is
-// a driver constant (SoftRoCEMaxMTU).
+// they belong to a verbs query. Some can be derived (verbs.go): the verbs
+// transport of a node type, the verbs width and speed codes of a rate,
+// a RoCE port's active MTU from its netdev's MTU (RoCEMTU), and rxe's max
+// MTU, which is a driver constant (SoftRoCEMaxMTU). BestGID reproduces
+// perftest's choice of GID index.
 //
-// # ibv_devinfo
-//
-// devinfo.go formats values the way ibv_devinfo prints them (port state
-// "PORT_ACTIVE (4)", phys state "LINK_UP (5)", "1X (1)", "2.5 Gbps (1)",
-// GIDs, MTUs), and BestGID reproduces perftest's choice of GID index.
+// This package returns typed values only; rdiag's internal/diag/devinfo
+// prints them as ibv_devinfo does.
 package sysfs

@@ -178,8 +178,8 @@ func FuzzParseRate(f *testing.F) {
 		if r.Width <= 0 || r.Gbps < 0 || r.Speed == "" {
 			t.Errorf("ParseRate(%q) = %+v without error", s, r)
 		}
-		_ = r.DevinfoActiveWidth()
-		_ = r.DevinfoActiveSpeed()
+		_, _ = r.ActiveWidth()
+		_, _ = r.ActiveSpeed()
 	})
 }
 
@@ -195,8 +195,6 @@ func FuzzParseCoded(f *testing.F) {
 		if ps.Code < 0 {
 			t.Errorf("ParsePortState(%q) = %+v", s, ps)
 		}
-		_ = ps.Devinfo()
-		_ = PhysState(ps).Devinfo()
-		_ = NodeType(ps).DevinfoTransport()
+		_, _ = NodeType(ps).Transport()
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rperf/rperf/internal/diag/devinfo"
 	"github.com/rperf/rperf/verbsio"
 )
 
@@ -73,7 +74,7 @@ type capRow struct{ key, value, source string }
 // capabilities fills j.Capabilities, j.Unknown and the table rows from v.
 func (j *infoJSON) capabilities(v devView) {
 	c := &j.Capabilities
-	a := v.attr
+	a := v.desc.Attr
 	row := func(key, value, source string) { j.rows = append(j.rows, capRow{key, value, source}) }
 	unknownRow := func(key, why string) {
 		j.Unknown[key] = strings.TrimPrefix(strings.TrimPrefix(why, "unknown"), ": ")
@@ -86,9 +87,9 @@ func (j *infoJSON) capabilities(v devView) {
 	isUnknown := func(key, attrField string) bool {
 		switch {
 		case a == nil:
-			unknownRow(key, v.why)
+			unknownRow(key, v.desc.AttrWhy)
 			return true
-		case attrUnknown(a, attrField):
+		case devinfo.AttrUnknown(a, attrField):
 			unknownRow(key, whyProviderUnknown)
 			return true
 		}
@@ -125,7 +126,7 @@ func (j *infoJSON) capabilities(v devView) {
 	}
 
 	c.MTU = []portMTUJSON{}
-	for _, p := range v.ports {
+	for _, p := range v.desc.Ports {
 		m := portMTUJSON{Port: p.Number, Active: mtuBytes(p.ActiveMTU), Max: mtuBytes(p.MaxMTU)}
 		if m.Active != nil {
 			m.ActiveSource = ptr(p.ActiveMTUFrom)
@@ -139,7 +140,7 @@ func (j *infoJSON) capabilities(v devView) {
 		var src []string
 		if m.ActiveSource != nil {
 			s := *m.ActiveSource
-			if s == srcNetdevMTU && p.NetdevMTU != nil {
+			if s == devinfo.FromNetdevMTU && p.NetdevMTU != nil {
 				s = fmt.Sprintf("%s (%s MTU %d)", s, p.Netdev, *p.NetdevMTU)
 			}
 			src = append(src, "active: "+s)
@@ -149,8 +150,8 @@ func (j *infoJSON) capabilities(v devView) {
 		}
 		if m.Active == nil || m.Max == nil {
 			why := "not reported by the provider"
-			if a == nil && v.why != "" {
-				why = v.why
+			if a == nil && v.desc.AttrWhy != "" {
+				why = v.desc.AttrWhy
 			}
 			j.Unknown["mtu"] = strings.TrimPrefix(why, "unknown: ")
 			text += " (" + why + ")"
@@ -163,7 +164,7 @@ func (j *infoJSON) capabilities(v devView) {
 		row("atomic_cap", atomicText(a.AtomicCap), srcQueryDevice)
 	}
 	if !isUnknown("device_cap_flags", "DeviceCapFlags") {
-		c.DeviceCapFlags = append([]string{}, deviceCapFlagNames(a.DeviceCapFlags)...)
+		c.DeviceCapFlags = append([]string{}, devinfo.DeviceCapFlagNames(a.DeviceCapFlags)...)
 		row("device_cap_flags", fmt.Sprintf("0x%08x (%d flags, named by info -v)", uint32(a.DeviceCapFlags), len(c.DeviceCapFlags)), srcQueryDevice)
 	}
 	if !isUnknown("tso", "TSO") {
@@ -226,6 +227,35 @@ func capSourceText(j infoJSON) string {
 		return "provider " + j.Provider + " answered QueryDevice"
 	}
 	return "from sysfs only"
+}
+
+// mtuBytes returns a known MTU's size, or nil.
+func mtuBytes(m devinfo.Value[verbsio.MTU]) *int {
+	if !m.OK || m.V.Bytes() == 0 {
+		return nil
+	}
+	return ptr(m.V.Bytes())
+}
+
+// rawPacketCapNames names raw packet capability bits.
+func rawPacketCapNames(c verbsio.RawPacketCaps) []string {
+	var out []string
+	for _, n := range []struct {
+		bit  verbsio.RawPacketCaps
+		name string
+	}{
+		{verbsio.RawCapCVLANStripping, "CVLAN_STRIPPING"}, {verbsio.RawCapScatterFCS, "SCATTER_FCS"},
+		{verbsio.RawCapIPCsum, "IP_CSUM"}, {verbsio.RawCapDelayDrop, "DELAY_DROP"},
+	} {
+		if c&n.bit != 0 {
+			out = append(out, n.name)
+			c &^= n.bit
+		}
+	}
+	if c != 0 {
+		out = append(out, fmt.Sprintf("0x%x", uint32(c)))
+	}
+	return out
 }
 
 func mtuText(n *int) string {

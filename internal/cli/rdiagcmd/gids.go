@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rperf/rperf/internal/diag/devinfo"
 	"github.com/rperf/rperf/internal/sysfs"
 )
 
@@ -23,7 +24,7 @@ type gidJSON struct {
 	PerftestPick bool   `json:"perftest_pick"`
 }
 
-func newGIDJSON(dev string, p portView, g sysfs.GID, pick bool) gidJSON {
+func newGIDJSON(dev string, p devinfo.Port, g sysfs.GID, pick bool) gidJSON {
 	return gidJSON{Device: dev, Port: p.Number, Index: g.Index, GID: g.String(), Raw: g.SysfsString(),
 		Type: g.Type.String(), Netdev: g.NetDev, PerftestPick: pick}
 }
@@ -32,8 +33,8 @@ func newGIDJSON(dev string, p portView, g sysfs.GID, pick bool) gidJSON {
 // RoCE ports, where it always uses a GID; on InfiniBand ports it uses
 // none unless told, and iWARP connects through rdma_cm by IP address.
 // ipv6 is perftest's --ipv6.
-func perftestPick(p portView, ipv6 bool) (sysfs.GID, bool) {
-	if p.LinkLayer != sysfs.LinkLayerEthernet || p.IWARP {
+func perftestPick(p devinfo.Port, ipv6 bool) (sysfs.GID, bool) {
+	if p.LinkLayer.V != sysfs.LinkLayerEthernet || p.IWARP {
 		return sysfs.GID{}, false
 	}
 	return sysfs.BestGID(p.GIDs, ipv6)
@@ -67,7 +68,7 @@ func (o *options) runGIDs(w io.Writer, inv *inventory, devs []device, ipv6 bool)
 	picked := false
 	for _, d := range devs {
 		v := o.view(inv, d)
-		for _, p := range v.ports {
+		for _, p := range v.desc.Ports {
 			best, ok := perftestPick(p, ipv6)
 			for _, g := range p.GIDs {
 				pick := ok && g.Index == best.Index

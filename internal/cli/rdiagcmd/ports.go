@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rperf/rperf/internal/sysfs"
+	"github.com/rperf/rperf/internal/diag/devinfo"
 )
 
 // portJSON is one entry of `rdiag ports --json`. Null is unknown.
@@ -58,13 +58,13 @@ func (o *options) runPorts(w io.Writer, inv *inventory, devs []device) error {
 	var notes []string
 	for _, d := range devs {
 		v := o.view(inv, d)
-		for _, p := range v.ports {
+		for _, p := range v.desc.Ports {
 			out = append(out, newPortJSON(d, p))
-			if p.ActiveMTUFrom == srcNetdevMTU && v.attr == nil {
+			if p.ActiveMTUFrom == devinfo.FromNetdevMTU && p.ActiveMTU.OK && v.desc.Attr == nil {
 				notes = append(notes, fmt.Sprintf("%s/%d: active MTU derived from netdev %s MTU %d (sysfs has no MTU)", d.info.Name, p.Number, p.Netdev, *p.NetdevMTU))
 			}
 		}
-		if len(v.ports) == 0 && d.info.Ports > 0 {
+		if len(v.desc.Ports) == 0 && d.info.Ports > 0 {
 			for _, n := range v.notes {
 				notes = append(notes, d.info.Name+": "+n)
 			}
@@ -94,23 +94,21 @@ func (o *options) runPorts(w io.Writer, inv *inventory, devs []device) error {
 	return nil
 }
 
-func newPortJSON(d device, p portView) portJSON {
+func newPortJSON(d device, p devinfo.Port) portJSON {
 	j := portJSON{Device: d.info.Name, Port: p.Number, Provider: d.info.Provider, Netdev: p.Netdev,
-		NetdevMTU: p.NetdevMTU, LID: p.LID, SMLID: p.SMLID,
+		NetdevMTU: p.NetdevMTU, LID: p.LID.Ptr(), SMLID: p.SMLID.Ptr(),
 		ActiveMTU: mtuBytes(p.ActiveMTU), MaxMTU: mtuBytes(p.MaxMTU)}
-	if p.State != nil {
-		j.State, j.StateCode = ptr(portStateName(*p.State)), ptr(*p.State)
+	if p.State.OK {
+		j.State, j.StateCode = ptr(portStateName(p.State.V)), ptr(p.State.V)
 	}
-	if p.PhysState != nil {
-		j.PhysState, j.PhysStateCode = ptr(physStateName(*p.PhysState)), ptr(*p.PhysState)
+	if p.PhysState.OK {
+		j.PhysState, j.PhysStateCode = ptr(physStateName(p.PhysState.V)), ptr(p.PhysState.V)
 	}
-	if p.LinkLayer != "" {
-		j.LinkLayer = ptr(p.LinkLayer)
-	}
-	if p.Rate != nil {
-		j.RateGbps = ptr(p.Rate.Gbps)
-		j.Width = ptr(strconv.Itoa(p.Rate.Width) + "X")
-		j.Speed = ptr(speedText(*p.Rate))
+	j.LinkLayer = p.LinkLayer.Ptr()
+	if r := p.Rate; r.OK {
+		j.RateGbps = ptr(r.V.Gbps)
+		j.Width = ptr(strconv.Itoa(r.V.Width) + "X")
+		j.Speed = ptr(devinfo.LaneSpeedText(r.V))
 	}
 	if j.ActiveMTU != nil {
 		j.ActiveMTUSource = ptr(p.ActiveMTUFrom)
@@ -119,25 +117,6 @@ func newPortJSON(d device, p portView) portJSON {
 		j.MaxMTUSource = ptr(p.MaxMTUFrom)
 	}
 	return j
-}
-
-// speedText is the lane speed: "EDR (25.0 Gbps)".
-func speedText(r sysfs.Rate) string {
-	s := r.DevinfoActiveSpeed() // "25.0 Gbps (32)"
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '(' {
-			s = s[:i]
-			break
-		}
-	}
-	return fmt.Sprintf("%s (%s)", r.Speed, trimSpace(s))
-}
-
-func trimSpace(s string) string {
-	for len(s) > 0 && s[len(s)-1] == ' ' {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 func strOr(p *string, def string) string {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rperf/rperf/internal/sysfs"
+	"github.com/rperf/rperf/internal/diag/devinfo"
 	"github.com/rperf/rperf/internal/testsupport/devinfotest"
 )
 
@@ -53,6 +53,7 @@ func TestRXEInfoMatchesDevinfo(t *testing.T) {
 	}
 	got := parseDevinfoText(t, r.stdout)
 
+	verbsDevice, verbsPort := devinfo.VerbsOnly()
 	var agreed []string
 	compare := func(what string, want, got map[string]string) {
 		t.Helper()
@@ -64,7 +65,7 @@ func TestRXEInfoMatchesDevinfo(t *testing.T) {
 			case strings.HasPrefix(g, "unknown"):
 				// rdiag says it cannot know; the field must be one only a
 				// verbs query answers.
-				if !slices.Contains(sysfs.VerbsOnlyDeviceFields, label) && !slices.Contains(sysfs.VerbsOnlyPortFields, label) {
+				if !slices.Contains(verbsDevice, label) && !slices.Contains(verbsPort, label) {
 					t.Errorf("%s field %q: rdiag says %q, but sysfs can know it (devinfo: %q)", what, label, g, w)
 				}
 			case g != w:
