@@ -81,7 +81,8 @@ func deviceInfo(d *C.struct_ibv_device) verbsio.DeviceInfo {
 	return info
 }
 
-// transportName names enum ibv_transport_type as DeviceInfo.Transport does.
+// transportName names enum ibv_transport_type as DeviceInfo.Transport does,
+// with ibv_devinfo's words.
 func transportName(t int) string {
 	switch t {
 	case C.IBV_TRANSPORT_IB:
@@ -92,8 +93,10 @@ func transportName(t int) string {
 		return "usNIC"
 	case C.IBV_TRANSPORT_USNIC_UDP:
 		return "usNIC UDP"
+	case C.IBV_TRANSPORT_UNSPECIFIED:
+		return "unspecified"
 	}
-	return "unknown"
+	return "invalid transport"
 }
 
 // be64 converts a __be64 as read from a C struct to host order.
@@ -126,7 +129,7 @@ func (Provider) Open(name string) (verbsio.ContextImpl, error) {
 			}
 			return nil, verbsio.Errorf("open_device", e, "%s: %s", name, detail)
 		}
-		return newContext(name, ctx), nil
+		return newContext(name, unsafe.Pointer(ctx), unsafe.Pointer(&C.rperf_libibverbs)), nil
 	}
 	detail := "no RDMA device named " + name
 	if len(devs) == 0 {
@@ -152,6 +155,8 @@ type hwContext struct {
 
 	mu     sync.Mutex
 	ctx    *C.struct_ibv_context // nil once closed
+	verbs  *C.struct_rperf_verbs // the control-path calls: libibverbs, or a test's fake
+	inline *inlineProbe          // the inline probe's answer, once QueryDevice ran it
 	pds    map[*hwPD]struct{}
 	mrs    map[*hwMR]struct{}
 	cqs    map[*hwCQ]struct{}
@@ -161,10 +166,14 @@ type hwContext struct {
 	allocs map[uintptr][]byte // Alloc'd mappings by first address
 }
 
-func newContext(name string, ctx *C.struct_ibv_context) *hwContext {
+// newContext wraps an open struct ibv_context * whose control-path calls
+// go through the struct rperf_verbs * verbs (rperf_libibverbs, or a fake
+// provider's table in tests).
+func newContext(name string, ctx, verbs unsafe.Pointer) *hwContext {
 	c := &hwContext{
 		name:   name,
-		ctx:    ctx,
+		ctx:    (*C.struct_ibv_context)(ctx),
+		verbs:  (*C.struct_rperf_verbs)(verbs),
 		pds:    map[*hwPD]struct{}{},
 		mrs:    map[*hwMR]struct{}{},
 		cqs:    map[*hwCQ]struct{}{},
@@ -201,8 +210,11 @@ func cerr(op string, ret C.int, err error, format string, args ...any) *verbsio.
 // falling back to ibv_query_device for providers without the extended
 // query, in which case the extended fields are listed in Unknown. A device
 // that answers the extended query and reports zero for a capability does
-// not have it. MaxInlineData is always unknown: verbs reports it per QP,
-// at creation. MaxMsgSize is port 1's max_msg_sz.
+// not have it. MaxMsgSize is port 1's max_msg_sz. MaxInlineData, which
+// verbs reports per QP and not per device, is what the device grants an RC
+// QP: the first QueryDevice of a context probes it by creating QPs (see
+// probeInline); if even a QP without inline data cannot be created it stays
+// in Unknown.
 func (c *hwContext) QueryDevice() (verbsio.DeviceAttr, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -211,9 +223,30 @@ func (c *hwContext) QueryDevice() (verbsio.DeviceAttr, error) {
 	}
 	var ax C.struct_ibv_device_attr_ex
 	var extended C.int
-	if ret, err := C.rperf_query_device_ex(c.ctx, &ax, &extended); ret != 0 {
+	if ret, err := C.rperf_query_device_ex(c.verbs, c.ctx, &ax, &extended); ret != 0 {
 		return verbsio.DeviceAttr{}, cerr("query_device", ret, err, "%s", c.name)
 	}
+	attr := deviceAttrFromC(&ax, extended != 0, int(c.ctx.num_comp_vectors))
+	var pa C.struct_ibv_port_attr
+	if attr.PhysPortCnt > 0 && C.rperf_query_port(c.verbs, c.ctx, 1, &pa) == 0 {
+		attr.MaxMsgSize = uint64(pa.max_msg_sz)
+	} else {
+		attr.Unknown = append(attr.Unknown, "MaxMsgSize")
+	}
+	if c.inline == nil {
+		c.inline = c.probeInlineLocked()
+	}
+	if c.inline.err == nil {
+		attr.MaxInlineData = c.inline.max
+	} else {
+		attr.Unknown = append(attr.Unknown, "MaxInlineData")
+	}
+	return attr, nil
+}
+
+// deviceAttrFromC converts what ibv_query_device_ex answered; extended
+// says whether the extended query did (else only orig_attr is filled).
+func deviceAttrFromC(ax *C.struct_ibv_device_attr_ex, extended bool, numCompVectors int) verbsio.DeviceAttr {
 	a := &ax.orig_attr
 	attr := verbsio.DeviceAttr{
 		FWVer:           C.GoString(&a.fw_ver[0]),
@@ -245,34 +278,75 @@ func (c *hwContext) QueryDevice() (verbsio.DeviceAttr, error) {
 		LocalCAAckDelay: uint8(a.local_ca_ack_delay),
 		PhysPortCnt:     int(a.phys_port_cnt),
 		SendPaths:       []string{"generic", "inline"},
-		Unknown:         []string{"MaxInlineData"},
+		Ext: &verbsio.DeviceAttrEx{
+			MaxEERdAtom:           int(a.max_ee_rd_atom),
+			MaxEEInitRdAtom:       int(a.max_ee_init_rd_atom),
+			MaxEE:                 int(a.max_ee),
+			MaxRDD:                int(a.max_rdd),
+			MaxMW:                 int(a.max_mw),
+			MaxRawIPv6QP:          int(a.max_raw_ipv6_qp),
+			MaxRawEthyQP:          int(a.max_raw_ethy_qp),
+			MaxMcastGrp:           int(a.max_mcast_grp),
+			MaxMcastQPAttach:      int(a.max_mcast_qp_attach),
+			MaxTotalMcastQPAttach: int(a.max_total_mcast_qp_attach),
+			MaxFMR:                int(a.max_fmr),
+			MaxMapPerFMR:          int(a.max_map_per_fmr),
+			NumCompVectors:        numCompVectors,
+		},
 	}
-	if extended != 0 {
-		attr.DeviceCapFlags |= uint64(ax.device_cap_flags_ex)
-		attr.TSO = verbsio.TSOCaps{
-			MaxTSO:      uint32(ax.tso_caps.max_tso),
-			SupportedQP: qpTypesFromMask(uint32(ax.tso_caps.supported_qpts)),
-		}
-		attr.PacketPacing = verbsio.PacingCaps{
-			RateLimitMinKbps: uint32(ax.packet_pacing_caps.qp_rate_limit_min),
-			RateLimitMaxKbps: uint32(ax.packet_pacing_caps.qp_rate_limit_max),
-			SupportedQP:      qpTypesFromMask(uint32(ax.packet_pacing_caps.supported_qpts)),
-		}
-		attr.MaxDMSize = uint64(ax.max_dm_size)
-		attr.RawPacketCaps = verbsio.RawPacketCaps(ax.raw_packet_caps)
-		if ax.phys_port_cnt_ex > 0 {
-			attr.PhysPortCnt = int(ax.phys_port_cnt_ex)
-		}
-	} else {
-		attr.Unknown = append(attr.Unknown, "TSO", "PacketPacing", "MaxDMSize", "RawPacketCaps")
+	if !extended {
+		attr.Unknown = append(attr.Unknown, "TSO", "PacketPacing", "MaxDMSize", "RawPacketCaps",
+			"ODPCaps", "CompletionTimestampMask", "HCACoreClock", "DeviceCapFlagsEx", "RSSCaps",
+			"MaxWQTypeRQ", "TMCaps", "CQModCaps")
+		return attr
 	}
-	var pa C.struct_ibv_port_attr
-	if attr.PhysPortCnt > 0 && C.rperf_query_port(c.ctx, 1, &pa) == 0 {
-		attr.MaxMsgSize = uint64(pa.max_msg_sz)
-	} else {
-		attr.Unknown = append(attr.Unknown, "MaxMsgSize")
+	// device_cap_flags_ex repeats device_cap_flags in its low 32 bits.
+	attr.DeviceCapFlags |= uint64(ax.device_cap_flags_ex)
+	attr.TSO = verbsio.TSOCaps{
+		MaxTSO:      uint32(ax.tso_caps.max_tso),
+		SupportedQP: qpTypesFromMask(uint32(ax.tso_caps.supported_qpts)),
 	}
-	return attr, nil
+	attr.PacketPacing = verbsio.PacingCaps{
+		RateLimitMinKbps: uint32(ax.packet_pacing_caps.qp_rate_limit_min),
+		RateLimitMaxKbps: uint32(ax.packet_pacing_caps.qp_rate_limit_max),
+		SupportedQP:      qpTypesFromMask(uint32(ax.packet_pacing_caps.supported_qpts)),
+	}
+	attr.MaxDMSize = uint64(ax.max_dm_size)
+	attr.RawPacketCaps = verbsio.RawPacketCaps(ax.raw_packet_caps)
+	if ax.phys_port_cnt_ex > 0 {
+		attr.PhysPortCnt = int(ax.phys_port_cnt_ex)
+	}
+	x := attr.Ext
+	x.ODP = verbsio.ODPCaps{
+		General: uint64(ax.odp_caps.general_caps),
+		RC:      uint32(ax.odp_caps.per_transport_caps.rc_odp_caps),
+		UC:      uint32(ax.odp_caps.per_transport_caps.uc_odp_caps),
+		UD:      uint32(ax.odp_caps.per_transport_caps.ud_odp_caps),
+		XRC:     uint32(ax.xrc_odp_caps),
+	}
+	x.CompletionTimestampMask = uint64(ax.completion_timestamp_mask)
+	x.HCACoreClock = uint64(ax.hca_core_clock)
+	x.DeviceCapFlagsEx = uint64(ax.device_cap_flags_ex)
+	x.RSS = verbsio.RSSCaps{
+		SupportedQP:                qpTypesFromMask(uint32(ax.rss_caps.supported_qpts)),
+		MaxRWQIndirectionTables:    uint32(ax.rss_caps.max_rwq_indirection_tables),
+		MaxRWQIndirectionTableSize: uint32(ax.rss_caps.max_rwq_indirection_table_size),
+		RxHashFieldsMask:           uint64(ax.rss_caps.rx_hash_fields_mask),
+		RxHashFunction:             uint8(ax.rss_caps.rx_hash_function),
+	}
+	x.MaxWQTypeRQ = uint32(ax.max_wq_type_rq)
+	x.TM = verbsio.TMCaps{
+		MaxRndvHdrSize: uint32(ax.tm_caps.max_rndv_hdr_size),
+		MaxNumTags:     uint32(ax.tm_caps.max_num_tags),
+		Flags:          uint32(ax.tm_caps.flags),
+		MaxOps:         uint32(ax.tm_caps.max_ops),
+		MaxSGE:         uint32(ax.tm_caps.max_sge),
+	}
+	x.CQMod = verbsio.CQModCaps{
+		MaxCQCount:  uint16(ax.cq_mod_caps.max_cq_count),
+		MaxCQPeriod: uint16(ax.cq_mod_caps.max_cq_period),
+	}
+	return attr
 }
 
 // QueryPort implements verbsio.ContextImpl with ibv_query_port. Netdev
@@ -284,7 +358,7 @@ func (c *hwContext) QueryPort(port uint8) (verbsio.PortAttr, error) {
 		return verbsio.PortAttr{}, errClosedCtx("query_port")
 	}
 	var pa C.struct_ibv_port_attr
-	if ret, err := C.rperf_query_port(c.ctx, C.uint8_t(port), &pa); ret != 0 {
+	if ret, err := C.rperf_query_port(c.verbs, c.ctx, C.uint8_t(port), &pa); ret != 0 {
 		return verbsio.PortAttr{}, cerr("query_port", ret, err, "%s port %d (ports are numbered from 1)", c.name, port)
 	}
 	return portAttrFromC(&pa, sysfsPortNetdev(sysfsRoot, c.name, int(port))), nil
@@ -309,6 +383,13 @@ func portAttrFromC(pa *C.struct_ibv_port_attr, netdev string) verbsio.PortAttr {
 		PhysState:    uint8(pa.phys_state),
 		LinkLayer:    verbsio.LinkLayer(pa.link_layer),
 		Netdev:       netdev,
+		Ext: &verbsio.PortAttrEx{
+			PortCapFlags2: uint16(pa.port_cap_flags2),
+			BadPkeyCntr:   uint32(pa.bad_pkey_cntr),
+			QKeyViolCntr:  uint32(pa.qkey_viol_cntr),
+			SubnetTimeout: uint8(pa.subnet_timeout),
+			InitTypeReply: uint8(pa.init_type_reply),
+		},
 	}
 }
 
@@ -323,7 +404,7 @@ func (c *hwContext) QueryGIDTable(port uint8) ([]verbsio.GIDEntry, error) {
 		return nil, errClosedCtx("query_gid")
 	}
 	var da C.struct_ibv_device_attr
-	if ret, err := C.ibv_query_device(c.ctx, &da); ret != 0 {
+	if ret, err := C.rperf_query_device(c.verbs, c.ctx, &da); ret != 0 {
 		return nil, cerr("query_gid", ret, err, "%s: query device", c.name)
 	}
 	if port == 0 || int(port) > int(da.phys_port_cnt) {
@@ -335,7 +416,7 @@ func (c *hwContext) QueryGIDTable(port uint8) ([]verbsio.GIDEntry, error) {
 	var tblLen int
 	for p := 1; p <= int(da.phys_port_cnt); p++ {
 		var pa C.struct_ibv_port_attr
-		if ret, err := C.rperf_query_port(c.ctx, C.uint8_t(p), &pa); ret != 0 {
+		if ret, err := C.rperf_query_port(c.verbs, c.ctx, C.uint8_t(p), &pa); ret != 0 {
 			return nil, cerr("query_gid", ret, err, "%s: query port %d", c.name, p)
 		}
 		total += int(pa.gid_tbl_len)
@@ -352,7 +433,7 @@ func (c *hwContext) QueryGIDTable(port uint8) ([]verbsio.GIDEntry, error) {
 	}
 	defer C.free(mem)
 	ents := unsafe.Slice((*C.struct_ibv_gid_entry)(mem), total)
-	got, err := C.rperf_query_gid_table(c.ctx, &ents[0], C.size_t(total))
+	got, err := C.rperf_query_gid_table(c.verbs, c.ctx, &ents[0], C.size_t(total))
 	if got < 0 {
 		e := unix.Errno(-got)
 		if got == -1 {
@@ -505,7 +586,7 @@ func (c *hwContext) Close() error {
 		delete(c.allocs, base)
 		keep(unix.Munmap(m))
 	}
-	if ret, err := C.ibv_close_device(c.ctx); ret != 0 {
+	if ret, err := C.rperf_close_device(c.verbs, c.ctx); ret != 0 {
 		keep(cerr("close_device", ret, err, "%s", c.name))
 	}
 	c.ctx = nil

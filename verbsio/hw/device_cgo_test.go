@@ -112,6 +112,39 @@ func TestDeviceQuery(t *testing.T) {
 	if pa.LinkLayer == verbsio.LinkLayerEthernet && pa.State == verbsio.PortActive && len(gids) == 0 {
 		t.Errorf("active RoCE port without GIDs")
 	}
+	if da.Ext == nil || da.Ext.NumCompVectors < 1 {
+		t.Errorf("no extended attributes or no completion vector: %+v", da.Ext)
+	}
+	if pa.Ext == nil {
+		t.Errorf("no port_cap_flags2, counters, subnet timeout")
+	}
+
+	// MaxInlineData is what the device grants: an RC QP gets it, and one
+	// byte more is refused.
+	if da.MaxInlineData < 1 {
+		t.Fatalf("MaxInlineData %d (unknown: %v)", da.MaxInlineData, da.Unknown)
+	}
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := ctx.CreateCQ(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qpCap := verbsio.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: da.MaxInlineData}
+	qp, err := pd.CreateQP(verbsio.QPInitAttr{Type: verbsio.QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: qpCap})
+	if err != nil {
+		t.Fatalf("RC QP with the reported max_inline_data %d: %v", da.MaxInlineData, err)
+	}
+	if got := qp.Cap().MaxInlineData; got < da.MaxInlineData {
+		t.Errorf("granted max_inline_data %d < the reported %d", got, da.MaxInlineData)
+	}
+	qpCap.MaxInlineData++
+	if qp2, err := pd.CreateQP(verbsio.QPInitAttr{Type: verbsio.QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: qpCap}); err == nil {
+		t.Errorf("an RC QP with %d bytes of inline data, one more than reported, was granted %d", qpCap.MaxInlineData, qp2.Cap().MaxInlineData)
+	}
+	t.Logf("%s: max_inline_data %d", ctx.Device.Name, da.MaxInlineData)
 }
 
 func TestDeviceMemory(t *testing.T) {

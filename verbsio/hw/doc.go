@@ -43,6 +43,21 @@
 // (internal/fakeverbs) whose post and poll functions read and write the real
 // C structs.
 //
+// # Queries and the inline probe
+//
+// QueryDevice answers with ibv_query_device_ex (ibv_query_device for
+// providers without it, naming the extended fields in Unknown), including
+// everything ibv_devinfo -v prints (DeviceAttr.Ext, PortAttr.Ext).
+// libibverbs reports no device-wide inline limit, so the first QueryDevice
+// of a context finds MaxInlineData as rdma-core users do: it creates RC
+// QPs with growing max_inline_data (doubling from 64 bytes, then
+// bisecting, at most 64 KiB) and reports what the device granted for the
+// largest request it accepted (rxe: 512 bytes), destroying each QP at
+// once. The control-path calls (queries, the probe's PD, CQ and QPs,
+// closing) go through a table of function pointers (struct rperf_verbs in
+// shim.h) that points at libibverbs, and in the tests at fakeverbs, which
+// refuses what libibverbs and rdma_rxe refuse.
+//
 // # Memory
 //
 // cgo forbids C from keeping a pointer to Go memory after a call returns,

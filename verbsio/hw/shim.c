@@ -57,30 +57,167 @@ struct ibv_mr *rperf_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int ac
 	return ibv_reg_mr(pd, addr, length, access);
 }
 
-int rperf_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr)
+static int lib_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *input,
+			       struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct verbs_context *vctx = verbs_get_ctx_op(ctx, query_device_ex);
+
+	if (!vctx)
+		return EOPNOTSUPP;
+	return vctx->query_device_ex(ctx, input, attr, attr_size);
+}
+
+static int lib_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
+{
+	return ibv_query_device(ctx, attr);
+}
+
+static int lib_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr)
 {
 	return ibv_query_port(ctx, port, attr);
 }
 
-ssize_t rperf_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max)
+static ssize_t lib_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max)
 {
 	return ibv_query_gid_table(ctx, entries, max, 0);
 }
 
-int rperf_query_device_ex(struct ibv_context *ctx, struct ibv_device_attr_ex *attr, int *extended)
+static struct ibv_pd *lib_alloc_pd(struct ibv_context *ctx)
 {
-	struct verbs_context *vctx = verbs_get_ctx_op(ctx, query_device_ex);
+	return ibv_alloc_pd(ctx);
+}
+
+static int lib_dealloc_pd(struct ibv_pd *pd)
+{
+	return ibv_dealloc_pd(pd);
+}
+
+static struct ibv_cq *lib_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
+				    struct ibv_comp_channel *channel, int comp_vector)
+{
+	return ibv_create_cq(ctx, cqe, cq_context, channel, comp_vector);
+}
+
+static int lib_destroy_cq(struct ibv_cq *cq)
+{
+	return ibv_destroy_cq(cq);
+}
+
+static struct ibv_qp *lib_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	return ibv_create_qp(pd, attr);
+}
+
+static int lib_destroy_qp(struct ibv_qp *qp)
+{
+	return ibv_destroy_qp(qp);
+}
+
+static int lib_close_device(struct ibv_context *ctx)
+{
+	return ibv_close_device(ctx);
+}
+
+const struct rperf_verbs rperf_libibverbs = {
+	.query_device_ex = lib_query_device_ex,
+	.query_device = lib_query_device,
+	.query_port = lib_query_port,
+	.query_gid_table = lib_query_gid_table,
+	.alloc_pd = lib_alloc_pd,
+	.dealloc_pd = lib_dealloc_pd,
+	.create_cq = lib_create_cq,
+	.destroy_cq = lib_destroy_cq,
+	.create_qp = lib_create_qp,
+	.destroy_qp = lib_destroy_qp,
+	.close_device = lib_close_device,
+};
+
+int rperf_close_device(const struct rperf_verbs *v, struct ibv_context *ctx)
+{
+	return v->close_device(ctx);
+}
+
+int rperf_query_port(const struct rperf_verbs *v, struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	return v->query_port(ctx, port, attr);
+}
+
+int rperf_query_device(const struct rperf_verbs *v, struct ibv_context *ctx, struct ibv_device_attr *attr)
+{
+	return v->query_device(ctx, attr);
+}
+
+ssize_t rperf_query_gid_table(const struct rperf_verbs *v, struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max)
+{
+	return v->query_gid_table(ctx, entries, max);
+}
+
+int rperf_query_device_ex(const struct rperf_verbs *v, struct ibv_context *ctx, struct ibv_device_attr_ex *attr, int *extended)
+{
 	int ret;
 
 	*extended = 0;
 	memset(attr, 0, sizeof(*attr));
-	if (vctx) {
-		ret = vctx->query_device_ex(ctx, NULL, attr, sizeof(*attr));
-		if (ret != EOPNOTSUPP && ret != ENOSYS) {
-			*extended = ret == 0;
-			return ret;
-		}
-		memset(attr, 0, sizeof(*attr));
+	ret = v->query_device_ex(ctx, NULL, attr, sizeof(*attr));
+	if (ret != EOPNOTSUPP && ret != ENOSYS) {
+		*extended = ret == 0;
+		return ret;
 	}
-	return ibv_query_device(ctx, &attr->orig_attr);
+	memset(attr, 0, sizeof(*attr));
+	return v->query_device(ctx, &attr->orig_attr);
+}
+
+static int errno_or(int def)
+{
+	return errno ? errno : def;
+}
+
+int rperf_probe_open(const struct rperf_verbs *v, struct ibv_context *ctx, struct ibv_pd **pd, struct ibv_cq **cq)
+{
+	int ret;
+
+	errno = 0;
+	*pd = v->alloc_pd(ctx);
+	if (*pd == NULL)
+		return errno_or(ENOMEM);
+	errno = 0;
+	*cq = v->create_cq(ctx, 1, NULL, NULL, 0);
+	if (*cq == NULL) {
+		ret = errno_or(ENOMEM);
+		v->dealloc_pd(*pd);
+		*pd = NULL;
+		return ret;
+	}
+	return 0;
+}
+
+int rperf_probe_close(const struct rperf_verbs *v, struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	int ret = v->destroy_cq(cq);
+	int ret2 = v->dealloc_pd(pd);
+
+	return ret ? ret : ret2;
+}
+
+int rperf_probe_inline(const struct rperf_verbs *v, struct ibv_pd *pd, struct ibv_cq *cq, uint32_t want, uint32_t *granted)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp *qp;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 1;
+	ia.cap.max_recv_wr = 1;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = want;
+	errno = 0;
+	qp = v->create_qp(pd, &ia);
+	if (qp == NULL)
+		return errno_or(EINVAL);
+	*granted = ia.cap.max_inline_data;
+	return v->destroy_qp(qp);
 }

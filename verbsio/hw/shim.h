@@ -29,15 +29,61 @@ int rperf_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 // rperf_reg_mr is ibv_reg_mr (a macro in verbs.h).
 struct ibv_mr *rperf_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access);
 
-// rperf_query_port is ibv_query_port (a macro in verbs.h).
-int rperf_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
+// struct rperf_verbs holds the control-path calls the provider makes
+// through a table rather than by name: the device, port and GID queries,
+// the PD, CQ and QPs of the inline probe, and closing the device. rperf_libibverbs points at
+// libibverbs; the tests point a context at the fake provider's table
+// (internal/fakeverbs), whose functions take the same arguments and refuse
+// what libibverbs and the kernel refuse. query_device_ex is the
+// provider's op (verbs_context's query_device_ex): EOPNOTSUPP means "no
+// extended query", and query_device answers instead.
+struct rperf_verbs {
+	int (*query_device_ex)(struct ibv_context *ctx, const struct ibv_query_device_ex_input *input,
+			       struct ibv_device_attr_ex *attr, size_t attr_size);
+	int (*query_device)(struct ibv_context *ctx, struct ibv_device_attr *attr);
+	int (*query_port)(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
+	ssize_t (*query_gid_table)(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max);
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *ctx);
+	int (*dealloc_pd)(struct ibv_pd *pd);
+	struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe, void *cq_context,
+				    struct ibv_comp_channel *channel, int comp_vector);
+	int (*destroy_cq)(struct ibv_cq *cq);
+	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+	int (*destroy_qp)(struct ibv_qp *qp);
+	int (*close_device)(struct ibv_context *ctx);
+};
 
-// rperf_query_gid_table is ibv_query_gid_table (inline in verbs.h).
-ssize_t rperf_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max);
+// rperf_libibverbs is the table of the real library.
+extern const struct rperf_verbs rperf_libibverbs;
 
-// rperf_query_device_ex is ibv_query_device_ex (inline in verbs.h), except
-// that it says whether the extended query answered (*extended = 1) or the
-// legacy one did, leaving the extended fields zero.
-int rperf_query_device_ex(struct ibv_context *ctx, struct ibv_device_attr_ex *attr, int *extended);
+// rperf_close_device is ibv_close_device through v.
+int rperf_close_device(const struct rperf_verbs *v, struct ibv_context *ctx);
+
+// rperf_query_port is ibv_query_port through v.
+int rperf_query_port(const struct rperf_verbs *v, struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
+
+// rperf_query_device is ibv_query_device through v.
+int rperf_query_device(const struct rperf_verbs *v, struct ibv_context *ctx, struct ibv_device_attr *attr);
+
+// rperf_query_gid_table is ibv_query_gid_table through v.
+ssize_t rperf_query_gid_table(const struct rperf_verbs *v, struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max);
+
+// rperf_query_device_ex is ibv_query_device_ex through v, except that it
+// says whether the extended query answered (*extended = 1) or the legacy
+// one did, leaving the extended fields zero.
+int rperf_query_device_ex(const struct rperf_verbs *v, struct ibv_context *ctx, struct ibv_device_attr_ex *attr, int *extended);
+
+// rperf_probe_open creates what an inline probe needs through v: a PD
+// and one CQ of a single entry. It returns 0 or the errno.
+int rperf_probe_open(const struct rperf_verbs *v, struct ibv_context *ctx, struct ibv_pd **pd, struct ibv_cq **cq);
+
+// rperf_probe_close destroys them again; it returns 0 or the first errno.
+int rperf_probe_close(const struct rperf_verbs *v, struct ibv_pd *pd, struct ibv_cq *cq);
+
+// rperf_probe_inline creates an RC QP with one send and one receive WR and
+// SGE and max_inline_data = want through v, stores the max_inline_data the
+// device granted in *granted, and destroys the QP. It returns 0 or the
+// errno of the creation (or of the destruction).
+int rperf_probe_inline(const struct rperf_verbs *v, struct ibv_pd *pd, struct ibv_cq *cq, uint32_t want, uint32_t *granted);
 
 #endif

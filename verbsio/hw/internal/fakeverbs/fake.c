@@ -114,6 +114,202 @@ static int fake_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	return 0;
 }
 
+/* The control path, as libibverbs and rdma_rxe answer it. */
+
+static int fake_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *input,
+				struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct fake *f = fake_of(ctx);
+
+	if (input && input->comp_mask)
+		return EINVAL;
+	if (f->legacy)
+		return EOPNOTSUPP;
+	if (attr_size < sizeof(attr->orig_attr))
+		return EINVAL;
+	if (attr_size > sizeof(*attr))
+		attr_size = sizeof(*attr);
+	memcpy(attr, &f->attr, attr_size);
+	return 0;
+}
+
+static int fake_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
+{
+	*attr = fake_of(ctx)->attr.orig_attr;
+	return 0;
+}
+
+static int fake_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr)
+{
+	struct fake *f = fake_of(ctx);
+
+	if (port < 1 || port > f->attr.orig_attr.phys_port_cnt || port > FAKE_PORTS)
+		return EINVAL;
+	*attr = f->port[port - 1];
+	return 0;
+}
+
+static ssize_t fake_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max)
+{
+	struct fake *f = fake_of(ctx);
+
+	if (max < (size_t)f->ngid)
+		return -EINVAL;
+	memcpy(entries, f->gid, f->ngid * sizeof(*entries));
+	return f->ngid;
+}
+
+static struct ibv_pd *fake_alloc_pd(struct ibv_context *ctx)
+{
+	struct fake *f = fake_of(ctx);
+	struct fake_pd *p;
+
+	if (f->fail_alloc_pd) {
+		errno = f->fail_alloc_pd;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (p == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->pd.context = ctx;
+	f->npd++;
+	return &p->pd;
+}
+
+static int fake_dealloc_pd(struct ibv_pd *pd)
+{
+	struct fake_pd *p = (struct fake_pd *)pd;
+
+	if (p->users)
+		return EBUSY;
+	fake_of(pd->context)->npd--;
+	free(p);
+	return 0;
+}
+
+static struct ibv_cq *fake_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
+				     struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct fake *f = fake_of(ctx);
+	struct fake_cq *c;
+
+	if (cqe < 1 || cqe > f->attr.orig_attr.max_cqe ||
+	    comp_vector < 0 || comp_vector >= ctx->num_comp_vectors) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->cq.context = ctx;
+	c->cq.cq_context = cq_context;
+	c->cq.channel = channel;
+	c->cq.cqe = cqe;
+	f->ncq++;
+	return &c->cq;
+}
+
+static int fake_destroy_cq(struct ibv_cq *cq)
+{
+	struct fake_cq *c = (struct fake_cq *)cq;
+
+	if (c->users)
+		return EBUSY;
+	fake_of(cq->context)->ncq--;
+	free(c);
+	return 0;
+}
+
+/*
+ * create_qp checks what rdma_rxe checks (rxe_qp_chk_init, rxe_qp_chk_cap)
+ * and grants what it grants: a send queue entry holds max_send_sge SGEs of
+ * 16 bytes or the inline data, whichever is larger, so max_inline_data is
+ * rounded up to 16 bytes per send SGE, and max_send_sge up to what the
+ * inline data leaves room for.
+ */
+static struct ibv_qp *fake_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
+{
+	struct fake *f = fake_of(pd->context);
+	const struct ibv_device_attr *da = &f->attr.orig_attr;
+	struct fake_qp *q;
+	uint32_t wqe;
+
+	if (f->fail_create_qp) {
+		errno = f->fail_create_qp;
+		return NULL;
+	}
+	if (ia->send_cq == NULL || ia->recv_cq == NULL ||
+	    ia->send_cq->context != pd->context || ia->recv_cq->context != pd->context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	switch (ia->qp_type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		break;
+	default:
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (ia->cap.max_send_wr > (uint32_t)da->max_qp_wr || ia->cap.max_send_sge > (uint32_t)da->max_sge ||
+	    ia->cap.max_inline_data > f->max_inline ||
+	    (ia->srq == NULL && (ia->cap.max_recv_wr > (uint32_t)da->max_qp_wr ||
+				 ia->cap.max_recv_sge > (uint32_t)da->max_sge))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	q = calloc(1, sizeof(*q));
+	if (q == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	wqe = ia->cap.max_send_sge * sizeof(struct ibv_sge);
+	if (ia->cap.max_inline_data > wqe)
+		wqe = ia->cap.max_inline_data;
+	ia->cap.max_inline_data = wqe;
+	ia->cap.max_send_sge = wqe / sizeof(struct ibv_sge);
+	q->qp.context = pd->context;
+	q->qp.pd = pd;
+	q->qp.send_cq = ia->send_cq;
+	q->qp.recv_cq = ia->recv_cq;
+	q->qp.srq = ia->srq;
+	q->qp.qp_type = ia->qp_type;
+	q->qp.qp_num = 0x100 + f->qps_created;
+	q->qp.state = IBV_QPS_RESET;
+	q->pd = (struct fake_pd *)pd;
+	q->scq = (struct fake_cq *)ia->send_cq;
+	q->rcq = (struct fake_cq *)ia->recv_cq;
+	q->pd->users++;
+	q->scq->users++;
+	q->rcq->users++;
+	f->nqp++;
+	f->qps_created++;
+	return &q->qp;
+}
+
+static int fake_destroy_qp(struct ibv_qp *qp)
+{
+	struct fake_qp *q = (struct fake_qp *)qp;
+
+	q->pd->users--;
+	q->scq->users--;
+	q->rcq->users--;
+	fake_of(qp->context)->nqp--;
+	free(q);
+	return 0;
+}
+
+static int fake_close_device(struct ibv_context *ctx)
+{
+	fake_of(ctx)->closed++;
+	return 0;
+}
+
 struct fake *fake_new(void)
 {
 	struct fake *f = calloc(1, sizeof(*f));
@@ -132,5 +328,23 @@ struct fake *fake_new(void)
 	f->cq.context = &f->ctx;
 	f->cq.cqe = FAKE_MAX;
 	f->srq.context = &f->ctx;
+
+	f->verbs.query_device_ex = fake_query_device_ex;
+	f->verbs.query_device = fake_query_device;
+	f->verbs.query_port = fake_query_port;
+	f->verbs.query_gid_table = fake_query_gid_table;
+	f->verbs.alloc_pd = fake_alloc_pd;
+	f->verbs.dealloc_pd = fake_dealloc_pd;
+	f->verbs.create_cq = fake_create_cq;
+	f->verbs.destroy_cq = fake_destroy_cq;
+	f->verbs.create_qp = fake_create_qp;
+	f->verbs.destroy_qp = fake_destroy_qp;
+	f->verbs.close_device = fake_close_device;
+	f->ctx.num_comp_vectors = 1;
+	f->attr.orig_attr.phys_port_cnt = 1;
+	f->attr.orig_attr.max_qp_wr = 1 << 20;
+	f->attr.orig_attr.max_sge = 32;
+	f->attr.orig_attr.max_cqe = 32767;
+	f->max_inline = 0;
 	return f;
 }

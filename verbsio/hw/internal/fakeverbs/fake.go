@@ -9,6 +9,7 @@ package fakeverbs
 import "C"
 
 import (
+	"encoding/binary"
 	"syscall"
 	"unsafe"
 )
@@ -203,4 +204,289 @@ var Offsets = map[string]uintptr{
 	"ibv_send_wr.wr.ud.remote_qkey":     C.fake_off_send_ud_qkey,
 	"ibv_wc.imm_data":                   C.fake_off_wc_imm,
 	"ibv_wc.dlid_path_bits":             C.fake_off_wc_dlid_path_bits,
+}
+
+// The control path: the fake's struct rperf_verbs table (verbsio/hw's
+// shim.h) answers the device, port and GID queries and creates the PD,
+// CQ and QPs of the provider's inline probe, refusing what libibverbs and
+// rdma_rxe refuse: a port outside 1..phys_port_cnt, a QP without CQs or
+// asking for more than the device allows (max_qp_wr, max_sge,
+// MaxInline), destroying a CQ or PD a QP still uses (EBUSY).
+
+// Device is what the fake device reports (struct ibv_device_attr_ex and
+// the context's num_comp_vectors) and the largest max_inline_data it
+// grants. GUIDs are in host order.
+type Device struct {
+	FWVer                 string
+	NodeGUID              uint64
+	SysImageGUID          uint64
+	MaxMRSize             uint64
+	PageSizeCap           uint64
+	VendorID              uint32
+	VendorPartID          uint32
+	HWVer                 uint32
+	MaxQP                 int
+	MaxQPWR               int
+	DeviceCapFlags        uint32
+	MaxSGE                int
+	MaxSGERD              int
+	MaxCQ                 int
+	MaxCQE                int
+	MaxMR                 int
+	MaxPD                 int
+	MaxQPRdAtom           int
+	MaxEERdAtom           int
+	MaxResRdAtom          int
+	MaxQPInitRdAtom       int
+	MaxEEInitRdAtom       int
+	AtomicCap             int
+	MaxEE                 int
+	MaxRDD                int
+	MaxMW                 int
+	MaxRawIPv6QP          int
+	MaxRawEthyQP          int
+	MaxMcastGrp           int
+	MaxMcastQPAttach      int
+	MaxTotalMcastQPAttach int
+	MaxAH                 int
+	MaxFMR                int
+	MaxMapPerFMR          int
+	MaxSRQ                int
+	MaxSRQWR              int
+	MaxSRQSGE             int
+	MaxPkeys              int
+	LocalCAAckDelay       uint8
+	PhysPortCnt           uint8
+
+	ODPGeneral              uint64
+	ODPRC, ODPUC, ODPUD     uint32
+	ODPXRC                  uint32
+	CompletionTimestampMask uint64
+	HCACoreClock            uint64
+	DeviceCapFlagsEx        uint64
+	TSOMax, TSOQPTs         uint32
+	RSSQPTs                 uint32
+	RSSMaxTables            uint32
+	RSSMaxTableSize         uint32
+	RSSHashFields           uint64
+	RSSHashFunction         uint8
+	MaxWQTypeRQ             uint32
+	PacingMin, PacingMax    uint32
+	PacingQPTs              uint32
+	RawPacketCaps           uint32
+	TMMaxRndvHdrSize        uint32
+	TMMaxNumTags            uint32
+	TMFlags                 uint32
+	TMMaxOps                uint32
+	TMMaxSGE                uint32
+	CQModMaxCount           uint16
+	CQModMaxPeriod          uint16
+	MaxDMSize               uint64
+	PhysPortCntEx           uint32
+
+	NumCompVectors int
+	MaxInline      uint32 // the largest max_inline_data create_qp accepts
+	Legacy         bool   // no extended query: only ibv_query_device answers
+}
+
+// Port is what the fake reports for one port (struct ibv_port_attr).
+type Port struct {
+	State         int
+	MaxMTU        int
+	ActiveMTU     int
+	GIDTblLen     int
+	PortCapFlags  uint32
+	MaxMsgSz      uint32
+	BadPkeyCntr   uint32
+	QKeyViolCntr  uint32
+	PkeyTblLen    uint16
+	LID           uint16
+	SMLID         uint16
+	LMC           uint8
+	MaxVLNum      uint8
+	SMSL          uint8
+	SubnetTimeout uint8
+	InitTypeReply uint8
+	ActiveWidth   uint8
+	ActiveSpeed   uint8
+	PhysState     uint8
+	LinkLayer     uint8
+	PortCapFlags2 uint16
+}
+
+// GID is one entry of the fake's GID table (struct ibv_gid_entry).
+type GID struct {
+	GID         [16]byte
+	Index       uint32
+	Port        uint32
+	Type        uint32 // IBV_GID_TYPE_*
+	NdevIfindex uint32
+}
+
+// MaxPorts and MaxGIDs bound what the fake holds.
+const (
+	MaxPorts = C.FAKE_PORTS
+	MaxGIDs  = C.FAKE_GIDS
+)
+
+// Context returns the fake's struct ibv_context *.
+func (f *Fake) Context() unsafe.Pointer { return unsafe.Pointer(&f.f.ctx) }
+
+// Verbs returns the fake's struct rperf_verbs * (see verbsio/hw's shim.h).
+func (f *Fake) Verbs() unsafe.Pointer { return unsafe.Pointer(&f.f.verbs) }
+
+// SetDevice sets what the device reports and grants.
+func (f *Fake) SetDevice(d Device) {
+	ax := &f.f.attr
+	*ax = C.struct_ibv_device_attr_ex{}
+	a := &ax.orig_attr
+	fw := []byte(d.FWVer)
+	for i := 0; i < len(a.fw_ver)-1 && i < len(fw); i++ {
+		a.fw_ver[i] = C.char(fw[i])
+	}
+	a.node_guid = C.__be64(bigEndian(d.NodeGUID))
+	a.sys_image_guid = C.__be64(bigEndian(d.SysImageGUID))
+	a.max_mr_size = C.uint64_t(d.MaxMRSize)
+	a.page_size_cap = C.uint64_t(d.PageSizeCap)
+	a.vendor_id = C.uint32_t(d.VendorID)
+	a.vendor_part_id = C.uint32_t(d.VendorPartID)
+	a.hw_ver = C.uint32_t(d.HWVer)
+	a.max_qp = C.int(d.MaxQP)
+	a.max_qp_wr = C.int(d.MaxQPWR)
+	a.device_cap_flags = C.uint(d.DeviceCapFlags)
+	a.max_sge = C.int(d.MaxSGE)
+	a.max_sge_rd = C.int(d.MaxSGERD)
+	a.max_cq = C.int(d.MaxCQ)
+	a.max_cqe = C.int(d.MaxCQE)
+	a.max_mr = C.int(d.MaxMR)
+	a.max_pd = C.int(d.MaxPD)
+	a.max_qp_rd_atom = C.int(d.MaxQPRdAtom)
+	a.max_ee_rd_atom = C.int(d.MaxEERdAtom)
+	a.max_res_rd_atom = C.int(d.MaxResRdAtom)
+	a.max_qp_init_rd_atom = C.int(d.MaxQPInitRdAtom)
+	a.max_ee_init_rd_atom = C.int(d.MaxEEInitRdAtom)
+	a.atomic_cap = C.enum_ibv_atomic_cap(d.AtomicCap)
+	a.max_ee = C.int(d.MaxEE)
+	a.max_rdd = C.int(d.MaxRDD)
+	a.max_mw = C.int(d.MaxMW)
+	a.max_raw_ipv6_qp = C.int(d.MaxRawIPv6QP)
+	a.max_raw_ethy_qp = C.int(d.MaxRawEthyQP)
+	a.max_mcast_grp = C.int(d.MaxMcastGrp)
+	a.max_mcast_qp_attach = C.int(d.MaxMcastQPAttach)
+	a.max_total_mcast_qp_attach = C.int(d.MaxTotalMcastQPAttach)
+	a.max_ah = C.int(d.MaxAH)
+	a.max_fmr = C.int(d.MaxFMR)
+	a.max_map_per_fmr = C.int(d.MaxMapPerFMR)
+	a.max_srq = C.int(d.MaxSRQ)
+	a.max_srq_wr = C.int(d.MaxSRQWR)
+	a.max_srq_sge = C.int(d.MaxSRQSGE)
+	a.max_pkeys = C.uint16_t(d.MaxPkeys)
+	a.local_ca_ack_delay = C.uint8_t(d.LocalCAAckDelay)
+	a.phys_port_cnt = C.uint8_t(d.PhysPortCnt)
+
+	ax.odp_caps.general_caps = C.uint64_t(d.ODPGeneral)
+	ax.odp_caps.per_transport_caps.rc_odp_caps = C.uint32_t(d.ODPRC)
+	ax.odp_caps.per_transport_caps.uc_odp_caps = C.uint32_t(d.ODPUC)
+	ax.odp_caps.per_transport_caps.ud_odp_caps = C.uint32_t(d.ODPUD)
+	ax.xrc_odp_caps = C.uint32_t(d.ODPXRC)
+	ax.completion_timestamp_mask = C.uint64_t(d.CompletionTimestampMask)
+	ax.hca_core_clock = C.uint64_t(d.HCACoreClock)
+	ax.device_cap_flags_ex = C.uint64_t(d.DeviceCapFlagsEx)
+	ax.tso_caps.max_tso = C.uint32_t(d.TSOMax)
+	ax.tso_caps.supported_qpts = C.uint32_t(d.TSOQPTs)
+	ax.rss_caps.supported_qpts = C.uint32_t(d.RSSQPTs)
+	ax.rss_caps.max_rwq_indirection_tables = C.uint32_t(d.RSSMaxTables)
+	ax.rss_caps.max_rwq_indirection_table_size = C.uint32_t(d.RSSMaxTableSize)
+	ax.rss_caps.rx_hash_fields_mask = C.uint64_t(d.RSSHashFields)
+	ax.rss_caps.rx_hash_function = C.uint8_t(d.RSSHashFunction)
+	ax.max_wq_type_rq = C.uint32_t(d.MaxWQTypeRQ)
+	ax.packet_pacing_caps.qp_rate_limit_min = C.uint32_t(d.PacingMin)
+	ax.packet_pacing_caps.qp_rate_limit_max = C.uint32_t(d.PacingMax)
+	ax.packet_pacing_caps.supported_qpts = C.uint32_t(d.PacingQPTs)
+	ax.raw_packet_caps = C.uint32_t(d.RawPacketCaps)
+	ax.tm_caps.max_rndv_hdr_size = C.uint32_t(d.TMMaxRndvHdrSize)
+	ax.tm_caps.max_num_tags = C.uint32_t(d.TMMaxNumTags)
+	ax.tm_caps.flags = C.uint32_t(d.TMFlags)
+	ax.tm_caps.max_ops = C.uint32_t(d.TMMaxOps)
+	ax.tm_caps.max_sge = C.uint32_t(d.TMMaxSGE)
+	ax.cq_mod_caps.max_cq_count = C.uint16_t(d.CQModMaxCount)
+	ax.cq_mod_caps.max_cq_period = C.uint16_t(d.CQModMaxPeriod)
+	ax.max_dm_size = C.uint64_t(d.MaxDMSize)
+	ax.phys_port_cnt_ex = C.uint32_t(d.PhysPortCntEx)
+
+	f.f.ctx.num_comp_vectors = C.int(d.NumCompVectors)
+	f.f.max_inline = C.uint32_t(d.MaxInline)
+	f.f.legacy = 0
+	if d.Legacy {
+		f.f.legacy = 1
+	}
+}
+
+// SetPort sets what port n (1-based, at most MaxPorts) reports.
+func (f *Fake) SetPort(n int, p Port) {
+	c := &f.f.port[n-1]
+	*c = C.struct_ibv_port_attr{}
+	c.state = C.enum_ibv_port_state(p.State)
+	c.max_mtu = C.enum_ibv_mtu(p.MaxMTU)
+	c.active_mtu = C.enum_ibv_mtu(p.ActiveMTU)
+	c.gid_tbl_len = C.int(p.GIDTblLen)
+	c.port_cap_flags = C.uint32_t(p.PortCapFlags)
+	c.max_msg_sz = C.uint32_t(p.MaxMsgSz)
+	c.bad_pkey_cntr = C.uint32_t(p.BadPkeyCntr)
+	c.qkey_viol_cntr = C.uint32_t(p.QKeyViolCntr)
+	c.pkey_tbl_len = C.uint16_t(p.PkeyTblLen)
+	c.lid = C.uint16_t(p.LID)
+	c.sm_lid = C.uint16_t(p.SMLID)
+	c.lmc = C.uint8_t(p.LMC)
+	c.max_vl_num = C.uint8_t(p.MaxVLNum)
+	c.sm_sl = C.uint8_t(p.SMSL)
+	c.subnet_timeout = C.uint8_t(p.SubnetTimeout)
+	c.init_type_reply = C.uint8_t(p.InitTypeReply)
+	c.active_width = C.uint8_t(p.ActiveWidth)
+	c.active_speed = C.uint8_t(p.ActiveSpeed)
+	c.phys_state = C.uint8_t(p.PhysState)
+	c.link_layer = C.uint8_t(p.LinkLayer)
+	c.port_cap_flags2 = C.uint16_t(p.PortCapFlags2)
+}
+
+// SetGIDs sets the GID table ibv_query_gid_table returns (at most MaxGIDs
+// entries, of every port).
+func (f *Fake) SetGIDs(gids []GID) {
+	if len(gids) > MaxGIDs {
+		panic("fakeverbs: too many GIDs")
+	}
+	for i, g := range gids {
+		e := &f.f.gid[i]
+		*e = C.struct_ibv_gid_entry{}
+		*(*[16]byte)(unsafe.Pointer(&e.gid)) = g.GID
+		e.gid_index = C.uint32_t(g.Index)
+		e.port_num = C.uint32_t(g.Port)
+		e.gid_type = C.uint32_t(g.Type)
+		e.ndev_ifindex = C.uint32_t(g.NdevIfindex)
+	}
+	f.f.ngid = C.int(len(gids))
+}
+
+// FailAllocPD makes alloc_pd fail with errno (0: succeed).
+func (f *Fake) FailAllocPD(errno syscall.Errno) { f.f.fail_alloc_pd = C.int(errno) }
+
+// FailCreateQP makes every create_qp fail with errno (0: succeed).
+func (f *Fake) FailCreateQP(errno syscall.Errno) { f.f.fail_create_qp = C.int(errno) }
+
+// Live is the number of PDs, CQs and QPs the control path created and has
+// not destroyed.
+func (f *Fake) Live() (pds, cqs, qps int) { return int(f.f.npd), int(f.f.ncq), int(f.f.nqp) }
+
+// QPsCreated is the number of QPs created through the control path.
+func (f *Fake) QPsCreated() int { return int(f.f.qps_created) }
+
+// Closed is the number of close_device calls.
+func (f *Fake) Closed() int { return int(f.f.closed) }
+
+// bigEndian returns v's bytes in network order, read as a host integer
+// (what a __be64 field holds).
+func bigEndian(v uint64) uint64 {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return binary.NativeEndian.Uint64(b[:])
 }

@@ -7,8 +7,12 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+#include "../../shim.h"
+
 #define FAKE_MAX 64
 #define FAKE_SGE 4
+#define FAKE_PORTS 2
+#define FAKE_GIDS 8
 
 // One work request as the fake provider read it from the chain.
 struct fake_send {
@@ -33,6 +37,24 @@ struct fake_recv {
 	struct ibv_sge sge[FAKE_SGE];
 };
 
+// The control path's objects: what a PD, CQ or QP created through the
+// fake's struct rperf_verbs table is, with what uses it.
+struct fake_pd {
+	struct ibv_pd pd; // first: the struct ibv_pd * handed out
+	int users;        // QPs on it
+};
+
+struct fake_cq {
+	struct ibv_cq cq;
+	int users; // QPs that complete into it
+};
+
+struct fake_qp {
+	struct ibv_qp qp;
+	struct fake_pd *pd;
+	struct fake_cq *scq, *rcq;
+};
+
 struct fake {
 	struct ibv_context ctx; // first, so that obj->context casts back
 	struct ibv_qp qp;
@@ -51,6 +73,21 @@ struct fake {
 	int poll_calls;
 	int poll_err;
 	int notify_calls;
+
+	// The control path (struct rperf_verbs): what the device reports and
+	// what it grants, modelled on rdma_rxe.
+	struct rperf_verbs verbs;
+	struct ibv_device_attr_ex attr; // query_device_ex answers this
+	int legacy;                      // no extended query: query_device_ex says EOPNOTSUPP
+	struct ibv_port_attr port[FAKE_PORTS];
+	struct ibv_gid_entry gid[FAKE_GIDS];
+	int ngid;
+	uint32_t max_inline;  // the largest max_inline_data create_qp accepts
+	int fail_alloc_pd;    // alloc_pd fails with this errno
+	int fail_create_qp;   // every create_qp fails with this errno
+	int npd, ncq, nqp;    // live control-path objects
+	int qps_created;      // QPs created in all
+	int closed;           // close_device was called
 };
 
 struct fake *fake_new(void);
