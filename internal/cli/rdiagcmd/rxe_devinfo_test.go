@@ -14,6 +14,7 @@ import (
 
 	"github.com/rperf/rperf/internal/diag/devinfo"
 	"github.com/rperf/rperf/internal/testsupport/devinfotest"
+	"github.com/rperf/rperf/verbsio"
 )
 
 var gidLabelRE = regexp.MustCompile(`^GID\[\s*(\d+)\]$`)
@@ -150,5 +151,72 @@ func TestRXEGIDsMatchDevinfo(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, gotTable); diff != "" {
 		t.Errorf("rdiag gids vs ibv_devinfo -v (-devinfo +rdiag):\n%s", diff)
+	}
+}
+
+// rxeVerbsDevice is rxe0 of the rxe VM as the ibverbs provider answers for
+// it (the values of its ibv_devinfo -v in
+// internal/testsupport/devinfotest/testdata/rxe0).
+func rxeVerbsDevice() *fakeDevice {
+	const guid = 0x505400fffe770001
+	return &fakeDevice{
+		info: verbsio.DeviceInfo{Name: "rxe0", Provider: providerIBVerbs, Transport: "InfiniBand", NodeGUID: guid, Netdev: "eth0", Ports: 1},
+		attr: verbsio.DeviceAttr{
+			FWVer: "0.0.0", NodeGUID: guid, SysImageGUID: guid, VendorID: 0xffffff,
+			MaxMRSize: ^uint64(0), PageSizeCap: 0xfffff000, MaxQP: 1048560, MaxQPWR: 1048576,
+			DeviceCapFlags: 0x01223c76, MaxSGE: 32, MaxSGERD: 32, MaxCQ: 1048576, MaxCQE: 32767, MaxMR: 524287,
+			MaxPD: 1048576, MaxQPRdAtom: 128, MaxQPInitRdAtom: 128, MaxResRdAtom: 258048,
+			AtomicCap: verbsio.AtomicHCA, MaxSRQ: 917503, MaxSRQWR: 1048576, MaxSRQSGE: 27, MaxAH: 32767,
+			MaxPkeys: 64, LocalCAAckDelay: 15, PhysPortCnt: 1,
+			MaxInlineData: 512, MaxMsgSize: 0x800000, SendPaths: []string{"generic", "inline"},
+			Ext: &verbsio.DeviceAttrEx{MaxMW: 524287, MaxMcastGrp: 8192, MaxMcastQPAttach: 56,
+				MaxTotalMcastQPAttach: 458752, DeviceCapFlagsEx: 0x1223c76, NumCompVectors: 1},
+		},
+		port: verbsio.PortAttr{State: verbsio.PortActive, MaxMTU: verbsio.MTU4096, ActiveMTU: verbsio.MTU1024,
+			GIDTblLen: 1024, PortCapFlags: 0x00010000, MaxMsgSize: 0x800000, PkeyTblLen: 1, MaxVLNum: 1,
+			ActiveWidth: 1, ActiveSpeed: 1, PhysState: 5, LinkLayer: verbsio.LinkLayerEthernet, Netdev: "eth0",
+			Ext: &verbsio.PortAttrEx{}},
+		gids: []verbsio.GIDEntry{
+			{Index: 0, GID: mustGID("fe80::5054:ff:fe77:1"), Type: verbsio.GIDTypeRoCEv2, Netdev: "eth0"},
+			{Index: 1, GID: mustGID("::ffff:10.77.0.1"), Type: verbsio.GIDTypeRoCEv2, Netdev: "eth0"},
+		},
+	}
+}
+
+const vmCapture = "../../testsupport/devinfotest/testdata/rxe0/"
+
+// TestRXEVerbsMatchesDevinfo renders rxe0 through the ibverbs path (the
+// provider's answers as the VM's rxe0 gave them, on that machine's sysfs)
+// and compares every command with what ibv_devinfo and rdma printed there:
+// rdiag info -v and info must print their lines exactly, ports and gids
+// agree. (devinfotest.TestRXECapture compares the output rdiag printed in
+// the VM itself.)
+func TestRXEVerbsMatchesDevinfo(t *testing.T) {
+	env := fakeEnv(shmDevice(), rxeVerbsDevice())
+	env.IBVerbsBuilt = true
+	env.LocalSysfs = func(string) bool { return true }
+	rxe := fixtureRoot("rxe")
+	out := func(args ...string) string {
+		t.Helper()
+		r := run(t, env, append([]string{"--sysfs", rxe}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("rdiag %v: exit %d: %s", args, r.code, r.stderr)
+		}
+		return r.stdout
+	}
+	capture := func(name string) string { return readFile(t, vmCapture+name+".txt") }
+	for name, diffs := range map[string][]devinfotest.Diff{
+		"info -v": devinfotest.CompareDevinfo(capture("ibv_devinfo-v"), out("info", "-v", "rxe0")),
+		"info":    devinfotest.CompareDevinfo(capture("ibv_devinfo"), out("info", "rxe0")),
+		"ports":   devinfotest.ComparePorts(capture("ibv_devinfo-v"), capture("rdma-link"), out("ports")),
+		"gids":    devinfotest.CompareGIDs(capture("ibv_devinfo-v"), out("gids")),
+		"dev":     devinfotest.CompareRdmaDev(capture("rdma-dev"), out("info", "rxe0")),
+	} {
+		for _, d := range diffs {
+			t.Errorf("%s: %s", name, d)
+		}
+	}
+	if !strings.Contains(out("info", "rxe0"), "max_inline_data   512 bytes") {
+		t.Errorf("the capability report lacks the probed inline size")
 	}
 }

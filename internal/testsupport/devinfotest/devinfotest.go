@@ -1,6 +1,37 @@
-// Package devinfotest parses ibv_devinfo-style text ("label:<tabs>value"
-// lines) into fields, for tests that compare rdiag and the sysfs reader
-// with a real device's `ibv_devinfo -v` capture.
+// Package devinfotest compares rdiag's output with what rdma-core's tools
+// print for the same device: CompareDevinfo (ibv_devinfo [-v] against
+// rdiag info [-v], field by field and line by line), ComparePorts
+// (ibv_devinfo and `rdma link` against `rdiag ports`), CompareGIDs
+// (ibv_devinfo -v's GID lines against `rdiag gids`) and CompareRdmaDev
+// (`rdma dev` against rdiag info). Each returns every difference as a
+// Diff; none means rdiag agrees. Parse reads one device's
+// "label:<tabs>value" lines into fields for simpler checks.
+//
+// # The capture
+//
+// testdata/rxe0 holds what a real Soft-RoCE device said about itself, in
+// the rxe VM (/work/shared/rxe-vm: Linux 6.1 rdma_rxe, rdma-core 44, one
+// vCPU), run by vmcapture.sh with rdiag and rperf built by
+// `make build-ibverbs` and the ibverbs provider's test binary: ibv_devinfo
+// -v and ibv_devinfo, rdiag info -v and info (table and --json), rdiag
+// ports and gids (and --json), rdma link, rdma dev, hw.test's device tests
+// (hw-test.txt), and the versions; NAME.rc is each command's exit status. TestRXECapture compares them, so
+// `make test` proves the parity offline. testdata/rxe0-before is the same
+// device before rdiag printed the extended attributes (the diffs
+// CompareDevinfo must find). To capture again (as root, ~30 s):
+//
+//	make build-ibverbs
+//	CGO_ENABLED=1 go test -c -tags ibverbs -o bin/hw.test ./verbsio/hw
+//	mkdir -p /tmp/devinfo-vm && echo "devinfo  true || vmcapture.sh" > /tmp/devinfo-vm/tests.txt
+//	(cd /work/shared/rxe-vm && TMPDIR=/tmp/devinfo-vm RESULTS=/tmp/devinfo-vm/results \
+//	  SMP=1 KVM_PROBE=0 TESTS=/tmp/devinfo-vm/tests.txt \
+//	  EXTRA_BINS="$PWD/bin/rperf $PWD/bin/rdiag $PWD/bin/hw.test $PWD/internal/testsupport/devinfotest/vmcapture.sh" \
+//	  ./run.sh single)
+//	cp /tmp/devinfo-vm/results/single/devinfo/* internal/testsupport/devinfotest/testdata/rxe0/
+//
+// (the "true ||" test line runs nothing as the VM's server and
+// vmcapture.sh as its client). On any machine with an RDMA device and
+// rdma-core's tools, `vmcapture.sh DEV DIR` captures the same files.
 package devinfotest
 
 import (
