@@ -118,7 +118,11 @@ func (j *infoJSON) capabilities(v devView) {
 	intCap("max_srq", "MaxSRQ", &c.MaxSRQ, func() int { return a.MaxSRQ })
 	if !isUnknown("max_inline_data", "MaxInlineData") {
 		c.MaxInlineData = ptr(a.MaxInlineData)
-		row("max_inline_data", bytesText(uint64(a.MaxInlineData)), srcQueryDevice)
+		src := srcQueryDevice
+		if v.dev.kernel() {
+			src = srcCreateQP // libibverbs reports it per QP: the provider probed it
+		}
+		row("max_inline_data", bytesText(uint64(a.MaxInlineData)), src)
 	}
 	if !isUnknown("max_msg_size", "MaxMsgSize") {
 		c.MaxMsgSize = ptr(a.MaxMsgSize)

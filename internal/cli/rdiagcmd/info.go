@@ -28,6 +28,7 @@ const (
 const (
 	srcQueryDevice = "query_device" // the provider's QueryDevice (ibv_query_device_ex)
 	srcSysfs       = "sysfs"        // read from the --sysfs tree
+	srcCreateQP    = "create_qp"    // what the device granted QPs the provider created
 )
 
 // devView is everything rdiag learned about one device: its description
