@@ -95,3 +95,21 @@ func slicesContains(s []string, v string) bool {
 	}
 	return false
 }
+
+// TestDocVMExamples checks that the rxe0 examples of docs/rdiag.md are the
+// rxe VM's capture, which devinfotest compares with ibv_devinfo and rdma.
+func TestDocVMExamples(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/rdiag.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	capture := func(name string) string { return readFile(t, vmCapture+name+".txt") }
+	for name, block := range map[string]string{
+		"info -v":        "```console\n$ rdiag info -v rxe0\n" + capture("rdiag-info-v") + "```\n",
+		"ports and gids": "```console\n$ rdiag ports\n" + capture("rdiag-ports") + "$ rdiag gids\n" + capture("rdiag-gids") + "```\n",
+	} {
+		if !strings.Contains(string(doc), block) {
+			t.Errorf("docs/rdiag.md lacks the VM capture of rdiag %s:\n%s", name, block)
+		}
+	}
+}
