@@ -7,7 +7,6 @@ import (
 
 	"github.com/rperf/rperf/internal/diag/devinfo"
 	"github.com/rperf/rperf/internal/sysfs"
-	"github.com/rperf/rperf/verbsio"
 )
 
 // PortKey names one port of one RDMA device.
@@ -202,7 +201,7 @@ func PortMTU(d sysfs.Device, p sysfs.Port, nd *sysfs.NetDev, attr PortAttr) Find
 		f.Severity = Info
 		f.What = fmt.Sprintf("%s: %s link: the IB MTU comes from the subnet manager, not a netdev", key, devinfo.LinkLayerText(linkLayer(p)))
 		if attr.ActiveMTU != 0 {
-			f.What += fmt.Sprintf("; active_mtu %s", devinfo.MTUText(verbsio.MTU(attr.ActiveMTU)))
+			f.What += fmt.Sprintf("; active_mtu %s", devinfo.MTUText(attr.ActiveMTU))
 		}
 		return f
 	case nd == nil:

@@ -2,6 +2,8 @@ package sysfs
 
 import (
 	"strings"
+
+	"github.com/rperf/rperf/verbsio"
 )
 
 // This file holds what libibverbs or a driver reports that can be derived
@@ -54,25 +56,18 @@ func (r Rate) ActiveSpeed() (code uint32, ok bool) {
 	return code, ok
 }
 
-// MTU is an InfiniBand path MTU as verbs encode it (enum ibv_mtu).
-type MTU uint8
+// MTU is an InfiniBand path MTU as verbs encode it (enum ibv_mtu):
+// verbsio's type.
+type MTU = verbsio.MTU
 
 // MTU codes.
 const (
-	MTU256  MTU = 1
-	MTU512  MTU = 2
-	MTU1024 MTU = 3
-	MTU2048 MTU = 4
-	MTU4096 MTU = 5
+	MTU256  = verbsio.MTU256
+	MTU512  = verbsio.MTU512
+	MTU1024 = verbsio.MTU1024
+	MTU2048 = verbsio.MTU2048
+	MTU4096 = verbsio.MTU4096
 )
-
-// Bytes returns the MTU in bytes (256 ... 4096), or 0 for an invalid code.
-func (m MTU) Bytes() int {
-	if m < MTU256 || m > MTU4096 {
-		return 0
-	}
-	return 128 << m
-}
 
 // MTUFromBytes returns the code for exactly 256, 512, 1024, 2048 or 4096.
 func MTUFromBytes(n int) (MTU, bool) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rperf/rperf/internal/testsupport/devinfotest"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/hw/internal/fakeverbs"
 	"golang.org/x/sys/unix"
@@ -20,7 +21,8 @@ import (
 // rxeDevice is rxe0 of the rxe VM (Linux 6.1, rdma-core 44, one vCPU) as
 // ibv_query_device_ex answered for it: the values its ibv_devinfo -v
 // printed (internal/testsupport/devinfotest/testdata/rxe0), and the 512
-// bytes of inline data rxe grants at most.
+// bytes of inline data rxe grants at most. QueryDevice must turn it into
+// devinfotest.RXE0's DeviceAttr.
 func rxeDevice() fakeverbs.Device {
 	return fakeverbs.Device{
 		FWVer: "0.0.0", NodeGUID: 0x505400fffe770001, SysImageGUID: 0x505400fffe770001,
@@ -60,17 +62,7 @@ func TestFakeQueryDeviceRXE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := verbsio.DeviceAttr{
-		FWVer: "0.0.0", NodeGUID: 0x505400fffe770001, SysImageGUID: 0x505400fffe770001, VendorID: 0xffffff,
-		MaxMRSize: ^uint64(0), PageSizeCap: 0xfffff000, MaxQP: 1048560, MaxQPWR: 1048576,
-		DeviceCapFlags: 0x01223c76, MaxSGE: 32, MaxSGERD: 32, MaxCQ: 1048576, MaxCQE: 32767, MaxMR: 524287,
-		MaxPD: 1048576, MaxQPRdAtom: 128, MaxQPInitRdAtom: 128, MaxResRdAtom: 258048,
-		AtomicCap: verbsio.AtomicHCA, MaxSRQ: 917503, MaxSRQWR: 1048576, MaxSRQSGE: 27, MaxAH: 32767,
-		MaxPkeys: 64, LocalCAAckDelay: 15, PhysPortCnt: 1,
-		MaxInlineData: 512, MaxMsgSize: 0x800000, SendPaths: []string{"generic", "inline"},
-		Ext: &verbsio.DeviceAttrEx{MaxMW: 524287, MaxMcastGrp: 8192, MaxMcastQPAttach: 56,
-			MaxTotalMcastQPAttach: 458752, DeviceCapFlagsEx: 0x1223c76, NumCompVectors: 1},
-	}
+	want, _, _ := devinfotest.RXE0()
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("QueryDevice (-want +got):\n%s", d)
 	}

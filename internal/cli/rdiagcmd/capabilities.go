@@ -199,7 +199,7 @@ func (j *infoJSON) capabilities(v devView) {
 		row("max_dm_size", text, srcQueryDevice)
 	}
 	if !isUnknown("raw_packet_caps", "RawPacketCaps") {
-		c.RawPacketCaps = append([]string{}, rawPacketCapNames(a.RawPacketCaps)...)
+		c.RawPacketCaps = append([]string{}, devinfo.RawPacketCapNames(a.RawPacketCaps)...)
 		row("raw_packet_caps", orNone(strings.Join(c.RawPacketCaps, ", ")), srcQueryDevice)
 	}
 	if !isUnknown("send_paths", "SendPaths") {
@@ -239,27 +239,6 @@ func mtuBytes(m devinfo.Value[verbsio.MTU]) *int {
 		return nil
 	}
 	return ptr(m.V.Bytes())
-}
-
-// rawPacketCapNames names raw packet capability bits.
-func rawPacketCapNames(c verbsio.RawPacketCaps) []string {
-	var out []string
-	for _, n := range []struct {
-		bit  verbsio.RawPacketCaps
-		name string
-	}{
-		{verbsio.RawCapCVLANStripping, "CVLAN_STRIPPING"}, {verbsio.RawCapScatterFCS, "SCATTER_FCS"},
-		{verbsio.RawCapIPCsum, "IP_CSUM"}, {verbsio.RawCapDelayDrop, "DELAY_DROP"},
-	} {
-		if c&n.bit != 0 {
-			out = append(out, n.name)
-			c &^= n.bit
-		}
-	}
-	if c != 0 {
-		out = append(out, fmt.Sprintf("0x%x", uint32(c)))
-	}
-	return out
 }
 
 func mtuText(n *int) string {

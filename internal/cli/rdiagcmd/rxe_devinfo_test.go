@@ -155,31 +155,13 @@ func TestRXEGIDsMatchDevinfo(t *testing.T) {
 }
 
 // rxeVerbsDevice is rxe0 of the rxe VM as the ibverbs provider answers for
-// it (the values of its ibv_devinfo -v in
-// internal/testsupport/devinfotest/testdata/rxe0).
+// it.
 func rxeVerbsDevice() *fakeDevice {
-	const guid = 0x505400fffe770001
+	attr, port, gids := devinfotest.RXE0()
 	return &fakeDevice{
-		info: verbsio.DeviceInfo{Name: "rxe0", Provider: providerIBVerbs, Transport: "InfiniBand", NodeGUID: guid, Netdev: "eth0", Ports: 1},
-		attr: verbsio.DeviceAttr{
-			FWVer: "0.0.0", NodeGUID: guid, SysImageGUID: guid, VendorID: 0xffffff,
-			MaxMRSize: ^uint64(0), PageSizeCap: 0xfffff000, MaxQP: 1048560, MaxQPWR: 1048576,
-			DeviceCapFlags: 0x01223c76, MaxSGE: 32, MaxSGERD: 32, MaxCQ: 1048576, MaxCQE: 32767, MaxMR: 524287,
-			MaxPD: 1048576, MaxQPRdAtom: 128, MaxQPInitRdAtom: 128, MaxResRdAtom: 258048,
-			AtomicCap: verbsio.AtomicHCA, MaxSRQ: 917503, MaxSRQWR: 1048576, MaxSRQSGE: 27, MaxAH: 32767,
-			MaxPkeys: 64, LocalCAAckDelay: 15, PhysPortCnt: 1,
-			MaxInlineData: 512, MaxMsgSize: 0x800000, SendPaths: []string{"generic", "inline"},
-			Ext: &verbsio.DeviceAttrEx{MaxMW: 524287, MaxMcastGrp: 8192, MaxMcastQPAttach: 56,
-				MaxTotalMcastQPAttach: 458752, DeviceCapFlagsEx: 0x1223c76, NumCompVectors: 1},
-		},
-		port: verbsio.PortAttr{State: verbsio.PortActive, MaxMTU: verbsio.MTU4096, ActiveMTU: verbsio.MTU1024,
-			GIDTblLen: 1024, PortCapFlags: 0x00010000, MaxMsgSize: 0x800000, PkeyTblLen: 1, MaxVLNum: 1,
-			ActiveWidth: 1, ActiveSpeed: 1, PhysState: 5, LinkLayer: verbsio.LinkLayerEthernet, Netdev: "eth0",
-			Ext: &verbsio.PortAttrEx{}},
-		gids: []verbsio.GIDEntry{
-			{Index: 0, GID: mustGID("fe80::5054:ff:fe77:1"), Type: verbsio.GIDTypeRoCEv2, Netdev: "eth0"},
-			{Index: 1, GID: mustGID("::ffff:10.77.0.1"), Type: verbsio.GIDTypeRoCEv2, Netdev: "eth0"},
-		},
+		info: verbsio.DeviceInfo{Name: "rxe0", Provider: providerIBVerbs, Transport: "InfiniBand",
+			NodeGUID: attr.NodeGUID, Netdev: "eth0", Ports: 1},
+		attr: attr, port: port, gids: gids,
 	}
 }
 

@@ -4,10 +4,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/rperf/rperf/verbsio"
 )
 
 func TestParseSize(t *testing.T) {
@@ -38,11 +34,5 @@ func TestParseSize(t *testing.T) {
 		case c.wantErr == "" && (err != nil || got != c.want):
 			t.Errorf("parseSize(%q) = %d, %v; want %d", c.in, got, err, c.want)
 		}
-	}
-}
-
-func TestRawPacketCapNames(t *testing.T) {
-	if got := rawPacketCapNames(verbsio.RawCapDelayDrop | 1<<7); !cmp.Equal(got, []string{"DELAY_DROP", "0x80"}) {
-		t.Errorf("raw packet caps: %q", got)
 	}
 }

@@ -250,10 +250,10 @@ func sysfsPort(d sysfs.Device, p sysfs.Port, netdevMTU func(string) *int, why st
 	}
 	v.MaxMTU, v.ActiveMTU = Unknown[verbsio.MTU](mtuWhy), Unknown[verbsio.MTU](mtuWhy)
 	if sysfs.IsSoftRoCE(d) {
-		v.MaxMTU, v.MaxMTUFrom = Known(verbsio.MTU(sysfs.SoftRoCEMaxMTU)), FromDriver
+		v.MaxMTU, v.MaxMTUFrom = Known(sysfs.SoftRoCEMaxMTU), FromDriver
 	}
 	if v.LinkLayer.V == sysfs.LinkLayerEthernet && !v.IWARP && v.NetdevMTU != nil {
-		fit := verbsio.MTU(sysfs.RoCEMTU(*v.NetdevMTU, sysfs.RoCEOverheadFor(d)))
+		fit := sysfs.RoCEMTU(*v.NetdevMTU, sysfs.RoCEOverheadFor(d))
 		if v.MaxMTU.OK && fit > v.MaxMTU.V {
 			fit = v.MaxMTU.V
 		}

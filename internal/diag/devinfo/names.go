@@ -227,19 +227,42 @@ func odpTransportNames(v uint32) []string {
 	})
 }
 
-// rawPacketCapLines are devinfo's lines for raw packet capability bits.
+// rawPacketCaps are the raw packet capability bits with rdiag's name and
+// devinfo's line for each.
+var rawPacketCaps = []struct {
+	bit        verbsio.RawPacketCaps
+	name, line string
+}{
+	{verbsio.RawCapCVLANStripping, "CVLAN_STRIPPING", "C-VLAN stripping offload"},
+	{verbsio.RawCapScatterFCS, "SCATTER_FCS", "Scatter FCS offload"},
+	{verbsio.RawCapIPCsum, "IP_CSUM", "IP csum offload"},
+	{verbsio.RawCapDelayDrop, "DELAY_DROP", "Delay drop"},
+}
+
+// rawPacketCapLines are devinfo's lines for raw packet capability bits
+// (it has none for bits it does not know).
 func rawPacketCapLines(c verbsio.RawPacketCaps) []string {
 	var out []string
-	for _, n := range []struct {
-		bit  verbsio.RawPacketCaps
-		text string
-	}{
-		{verbsio.RawCapCVLANStripping, "C-VLAN stripping offload"}, {verbsio.RawCapScatterFCS, "Scatter FCS offload"},
-		{verbsio.RawCapIPCsum, "IP csum offload"}, {verbsio.RawCapDelayDrop, "Delay drop"},
-	} {
+	for _, n := range rawPacketCaps {
 		if c&n.bit != 0 {
-			out = append(out, n.text)
+			out = append(out, n.line)
 		}
+	}
+	return out
+}
+
+// RawPacketCapNames names raw packet capability bits as rdiag's
+// capability report does ("CVLAN_STRIPPING"), other bits as one "0x..".
+func RawPacketCapNames(c verbsio.RawPacketCaps) []string {
+	var out []string
+	for _, n := range rawPacketCaps {
+		if c&n.bit != 0 {
+			out = append(out, n.name)
+			c &^= n.bit
+		}
+	}
+	if c != 0 {
+		out = append(out, fmt.Sprintf("0x%x", uint32(c)))
 	}
 	return out
 }

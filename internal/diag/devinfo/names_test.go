@@ -69,8 +69,11 @@ func TestDeviceCapFlagNames(t *testing.T) {
 	if got := supportedQPNames(qps); !cmp.Equal(got, []string{"SUPPORT_RAW_PACKET", "SUPPORT_UD", "SUPPORT_RC", "SUPPORT_UC"}) {
 		t.Errorf("supported_qp: %q", got)
 	}
-	if got := rawPacketCapLines(verbsio.RawCapCVLANStripping | verbsio.RawCapDelayDrop); !cmp.Equal(got, []string{"C-VLAN stripping offload", "Delay drop"}) {
+	if got := rawPacketCapLines(verbsio.RawCapCVLANStripping | verbsio.RawCapDelayDrop | 1<<7); !cmp.Equal(got, []string{"C-VLAN stripping offload", "Delay drop"}) {
 		t.Errorf("raw packet caps: %q", got)
+	}
+	if got := RawPacketCapNames(verbsio.RawCapDelayDrop | 1<<7); !cmp.Equal(got, []string{"DELAY_DROP", "0x80"}) {
+		t.Errorf("raw packet cap names: %q", got)
 	}
 }
 
