@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/cm/internal/capture"
@@ -13,7 +14,7 @@ import (
 
 // captures are the Linux rxe CM captures in verbsio/cm/testdata (see its
 // README.md for the programs that made them).
-var captures = []string{"rxe-cm1.pcap"}
+var captures = []string{"rxe-cm1.pcap", "rxe-cm2.pcap"}
 
 func captured(t testing.TB, name string) []capture.Packet {
 	t.Helper()
@@ -61,11 +62,76 @@ func TestCaptureRoundTrip(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %v", name, seen)
-		for _, a := range []mad.AttrID{mad.AttrREQ, mad.AttrREJ, mad.AttrREP, mad.AttrRTU, mad.AttrDREQ, mad.AttrDREP, mad.AttrSIDRREQ, mad.AttrSIDRREP} {
-			if seen[a] == 0 {
-				t.Errorf("%s: no %s in the capture", name, a)
+	}
+}
+
+// TestCaptureAllMessages: between them the captures hold every message
+// type the CM sends over RoCE.
+func TestCaptureAllMessages(t *testing.T) {
+	seen := map[mad.AttrID]int{}
+	for _, name := range captures {
+		for _, p := range captured(t, name) {
+			m, err := mad.Decode(p.Payload)
+			if err == nil {
+				seen[m.AttrID]++
 			}
 		}
+	}
+	for _, a := range []mad.AttrID{mad.AttrREQ, mad.AttrMRA, mad.AttrREJ, mad.AttrREP, mad.AttrRTU, mad.AttrDREQ, mad.AttrDREP, mad.AttrSIDRREQ, mad.AttrSIDRREP} {
+		if seen[a] == 0 {
+			t.Errorf("no %s in the captures", a)
+		}
+	}
+}
+
+// TestCapture2Fields pins the MRA, the repeated REQ, the IPv6 connection
+// and perftest's read responder resources of the second capture.
+func TestCapture2Fields(t *testing.T) {
+	byFrame := map[int]capture.Packet{}
+	for _, p := range captured(t, "rxe-cm2.pcap") {
+		byFrame[p.Frame] = p
+	}
+	decode := func(frame int) mad.MAD {
+		t.Helper()
+		m, err := mad.Decode(byFrame[frame].Payload)
+		if err != nil {
+			t.Fatalf("frame %d: %v", frame, err)
+		}
+		return m
+	}
+	// The REQ to the stopped server, its repeat (identical bytes), the MRA.
+	if !bytes.Equal(byFrame[178].Payload, byFrame[179].Payload) {
+		t.Error("the repeated REQ differs from the first")
+	}
+	if gap := byFrame[179].Time.Sub(byFrame[178].Time); gap < 6144*time.Millisecond || gap > 7*time.Second {
+		t.Errorf("REQ repeated after %v, Linux waits 6144 ms", gap)
+	}
+	req := decode(178)
+	mra := decode(180)
+	m := mra.Msg.(*mad.MRA)
+	rep := decode(181).Msg.(*mad.REP)
+	if m.MessageMRAed != mad.MsgREQ || m.ServiceTimeout != 24 || m.RemoteCommID != req.Msg.(*mad.REQ).LocalCommID ||
+		m.LocalCommID != rep.LocalCommID || mra.TID != req.TID {
+		t.Errorf("MRA %s tid %#x", m, mra.TID)
+	}
+	// rping over IPv6: GIDs and the cma header are the link-local addresses.
+	q := decode(87).Msg.(*mad.REQ)
+	a2, a1 := netip.MustParseAddr("fe80::5054:ff:fe77:2"), netip.MustParseAddr("fe80::5054:ff:fe77:1")
+	var h mad.CMAHeader
+	if err := h.Unmarshal(q.PrivateData[:]); err != nil || h.IPVersion != 6 || h.Src != a2 || h.Dst != a1 {
+		t.Errorf("IPv6 cma header %+v: %v", h, err)
+	}
+	if q.Primary.LocalGID != verbsio.GIDFromAddr(a2) || q.Primary.RemoteGID != verbsio.GIDFromAddr(a1) {
+		t.Errorf("IPv6 REQ GIDs %v -> %v", q.Primary.LocalGID, q.Primary.RemoteGID)
+	}
+	if q.Primary.FlowLabel != (uint32(h.Port)*31+7174)&0xfffff {
+		t.Errorf("IPv6 flow label %#x, port %#x", q.Primary.FlowLabel, h.Port)
+	}
+	// ib_read_lat -R's data QP: 128 outstanding reads each way.
+	rq := decode(129).Msg.(*mad.REQ)
+	rp := decode(130).Msg.(*mad.REP)
+	if rq.ResponderResources != 128 || rq.InitiatorDepth != 128 || rp.ResponderResources != 128 || rp.InitiatorDepth != 128 {
+		t.Errorf("read_lat: REQ %d/%d REP %d/%d", rq.ResponderResources, rq.InitiatorDepth, rp.ResponderResources, rp.InitiatorDepth)
 	}
 }
 
