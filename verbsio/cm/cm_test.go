@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/netip"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -640,5 +641,72 @@ func TestWildcardListen(t *testing.T) {
 			t.Fatal(err)
 		}
 		cli.event(t, EventRejected)
+	}
+}
+
+// TestCloseLeaks: closing devices and MAD ports ends their goroutines,
+// with connections and listeners still open.
+func TestCloseLeaks(t *testing.T) {
+	base := runtime.NumGoroutine()
+	func() {
+		lb := NewLoopback()
+		srv, cli := newSideNoCleanup(t, lb), newSideNoCleanup(t, lb)
+		srv.listenNoCleanup(t)
+		id := cli.resolve(t, PortSpaceTCP, verbsio.QPTypeRC, netip.AddrPortFrom(srv.addr, 7477))
+		if err := id.Connect(&ConnParam{QPNum: 3}); err != nil {
+			t.Fatal(err)
+		}
+		srv.event(t, EventConnectRequest)
+		for _, s := range []*side{srv, cli} {
+			s.close(t)
+		}
+	}()
+	deadline := time.Now().Add(wait)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines, %d before", runtime.NumGoroutine(), base)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func newSideNoCleanup(t *testing.T, lb *Loopback) *side {
+	t.Helper()
+	ctx, err := verbsio.Open("shm0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gids, _ := ctx.QueryGIDTable(1)
+	mp, err := lb.Port(0, gids[0].GID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := Open(ctx, Options{MADPort: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &side{ctx: ctx, dev: dev, addr: gids[0].GID.Addr(), ch: NewEventChannel()}
+}
+
+func (s *side) listenNoCleanup(t *testing.T) {
+	l, _ := s.ch.CreateID(nil, PortSpaceTCP, verbsio.QPTypeRC)
+	if err := l.BindAddr(netip.AddrPortFrom(s.addr, 7477)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Listen(1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *side) close(t *testing.T) {
+	s.ch.Close()
+	if err := s.dev.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := s.dev.mp.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := s.ctx.Close(); err != nil {
+		t.Error(err)
 	}
 }

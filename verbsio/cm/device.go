@@ -60,6 +60,10 @@ type Options struct {
 	// PeerMADPort returns the UDP port of QP1 at dst (0: 4791). rperf's
 	// engines on other ports are addressed by it.
 	PeerMADPort func(dst netip.Addr) uint16
+	// Addrs are IP addresses the device answers for besides its GIDs: the
+	// loopback addresses for shm0, whose GIDs are not IP addresses of the
+	// host (with UnixMADPort).
+	Addrs []netip.Addr
 }
 
 // Device is the connection manager of one device port: the CM agent on its
@@ -97,6 +101,11 @@ func (d *Device) listenOn(sid uint64) error {
 		l.users++
 		return nil
 	}
+	if sl, ok := d.mp.(serviceListener); ok {
+		if err := sl.ListenService(sid); err != nil {
+			return err
+		}
+	}
 	id := d.cm.CreateID(nil)
 	if err := d.cm.Listen(id, sid); err != nil {
 		return err
@@ -114,6 +123,9 @@ func (d *Device) unlisten(sid uint64) {
 	if l.users--; l.users == 0 {
 		d.cm.Destroy(time.Now(), l.id)
 		delete(d.listens, sid)
+		if sl, ok := d.mp.(serviceListener); ok {
+			sl.UnlistenService(sid)
+		}
 	}
 }
 
@@ -194,10 +206,30 @@ func (d *Device) gidIndex(g verbsio.GID) (uint8, bool) {
 	return 0, false
 }
 
-// hasAddr reports whether one of the device's GIDs is a.
+// hasAddr reports whether one of the device's GIDs, or Options.Addrs, is a.
 func (d *Device) hasAddr(a netip.Addr) bool {
-	_, ok := d.gidIndex(verbsio.GIDFromAddr(a))
-	return ok
+	if _, ok := d.gidIndex(verbsio.GIDFromAddr(a)); ok {
+		return true
+	}
+	for _, x := range d.opts.Addrs {
+		if x.Unmap() == a.Unmap() {
+			return true
+		}
+	}
+	return false
+}
+
+// sgid returns the GID and index a connection from local address a uses:
+// a's own, or for Options.Addrs the device's first GID.
+func (d *Device) sgid(a netip.Addr) (verbsio.GID, uint8) {
+	g := verbsio.GIDFromAddr(a)
+	if i, ok := d.gidIndex(g); ok {
+		return g, i
+	}
+	if len(d.gids) > 0 {
+		return d.gids[0].GID, uint8(d.gids[0].Index)
+	}
+	return g, 0
 }
 
 // Counters are a device's CM message counters (Linux's cm_tx_msgs,
@@ -369,6 +401,8 @@ func (d *Device) handle(now time.Time, e ibcm.Event) {
 			return
 		}
 		rep := e.Msg.(*mad.REP)
+		_, peer := e.ID.Peer()
+		id.route.DGID = peer.GID
 		// rdma_cm answers repeats of the REP with an MRA until the RTU.
 		_ = d.cm.SendMRA(now, e.ID, mraServiceTimeout, true, nil)
 		ev.Conn = ConnParam{PrivateData: append([]byte(nil), rep.PrivateData[:]...),
@@ -433,6 +467,8 @@ func (d *Device) handle(now time.Time, e ibcm.Event) {
 			break
 		}
 		id.qkey = rep.QKey
+		_, peer := e.ID.Peer()
+		id.route.DGID = peer.GID
 		ev.Type = EventEstablished
 		ev.UD = UDParam{PrivateData: append([]byte(nil), rep.PrivateData[:]...), AH: id.ah(),
 			QPNum: rep.QPN, QKey: rep.QKey}

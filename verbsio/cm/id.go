@@ -378,8 +378,7 @@ func (id *ID) ResolveRoute(timeout time.Duration) error {
 		return id.wrongState("rdma_resolve_route")
 	}
 	d := id.dev
-	sgid := verbsio.GIDFromAddr(id.src.Addr())
-	idx, _ := d.gidIndex(sgid)
+	sgid, idx := d.sgid(id.src.Addr())
 	id.route = Route{
 		SGID: sgid, DGID: verbsio.GIDFromAddr(id.dst.Addr()), SGIDIndex: idx,
 		PathMTU: d.pattr.ActiveMTU, HopLimit: 64, TrafficClass: id.tos,

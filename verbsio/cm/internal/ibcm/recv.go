@@ -210,6 +210,7 @@ func (c *CM) onREP(r rx, m *mad.REP) {
 	id.sqPSN = m.StartingPSN
 	id.rnrRetryCount = m.RNRRetryCount
 	id.avTimeout = mad.ACKTimeout(m.TargetACKDelay, id.avTimeout-1)
+	id.learnPeer(r.from)
 	if id.ah.DLID == 0 && r.from.Port != 0 && r.from.Port != verbsio.RoCEv2Port {
 		id.ah.DLID = r.from.Port
 	}
@@ -411,5 +412,16 @@ func (c *CM) onSIDRREP(r rx, m *mad.SIDRREP) {
 	}
 	id.state = Idle
 	c.cancel(id)
+	id.learnPeer(r.from)
 	c.emit(SIDRREPReceived, id, m)
+}
+
+// learnPeer takes the peer's QP1 and GID from where its answer came. On
+// RoCE it is where the request went; a transport that routes requests by
+// service (UnixMADPort) tells the peer's GID only here.
+func (id *ID) learnPeer(from verbsio.MADAddr) {
+	if from.GID != id.av.GID {
+		id.av = from
+		id.ah.DGID = from.GID
+	}
 }
