@@ -955,3 +955,47 @@ func TestParamErrors(t *testing.T) {
 		t.Errorf("REJ ARI 73: %v", err)
 	}
 }
+
+// TestStaleREP: a REP from a QP that has a live connection here (the
+// passive side restarted and reuses its QPN) is rejected as stale (REJ
+// of a REP), and the old connection is disconnected.
+func TestStaleREP(t *testing.T) {
+	w := newWire(t)
+	a, b := w.add(gidA, cfgA()), w.add(gidB, cfgB())
+	ida, _ := connect(t, w, a, b)
+	w.sent()
+	b2 := New(Config{CAGUID: 0xb, ACKDelay: 20, HiTID: 2, FirstID: 7000})
+	w.cms[gidB] = b2
+	l := b2.CreateID(nil)
+	if err := b2.Listen(l, sid); err != nil {
+		t.Fatal(err)
+	}
+	id := a.CreateID(nil)
+	if err := a.SendREQ(w.now, id, req(w, b2, 0x33, 9)); err != nil {
+		t.Fatal(err)
+	}
+	w.run()
+	idb := w.event(b2, REQReceived).ID
+	if err := b2.SendREP(w.now, idb, REPParam{QPN: 0x22, StartingPSN: 1}); err != nil {
+		t.Fatal(err)
+	}
+	w.run()
+	e := w.event(b2, REJReceived)
+	if m := e.Msg.(*mad.REJ); m.Reason != mad.RejStaleConn || m.MessageRejected != mad.MsgREP {
+		t.Errorf("REJ %s", m)
+	}
+	if got := w.sent(); !slices.Equal(got, []mad.AttrID{mad.AttrREQ, mad.AttrREP, mad.AttrREJ, mad.AttrDREQ, mad.AttrDREP}) {
+		t.Errorf("sent %v", got)
+	}
+	// The old connection got its DREQ answered by the restarted b2 (which
+	// does not know it): a is in TIMEWAIT with it; b2's rejected REP
+	// enters TIMEWAIT too (REJ stale).
+	w.event(a, DREPReceived)
+	if ida.State() != Timewait || idb.State() != Timewait || a.Counters().Stale != 1 {
+		t.Errorf("old %s, b2's %s, stale %d", ida.State(), idb.State(), a.Counters().Stale)
+	}
+	// a's new REQ is still waiting for a REP it can take.
+	if id.State() != REQSent {
+		t.Errorf("the new connection is %s", id.State())
+	}
+}
