@@ -155,27 +155,44 @@ func exchange(t *testing.T, a *side, qa *verbsio.QP, b *side, qb *verbsio.QP) {
 		t.Fatal(err)
 	}
 	for _, s := range []*side{a, b} {
-		wcs := make([]verbsio.WC, 4)
-		deadline := time.Now().Add(wait)
-		for {
-			n, err := s.cq.Poll(wcs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n > 0 {
-				if wcs[0].Status != verbsio.StatusSuccess {
-					t.Fatalf("completion %+v", wcs[0])
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("no completion")
-			}
-			time.Sleep(time.Millisecond)
+		if wc := pollOne(t, s.cq); wc.Status != verbsio.StatusSuccess {
+			t.Fatalf("completion %+v", wc)
 		}
 	}
 	if !bytes.HasPrefix(dst, []byte("payload over a CM-connected QP")) {
 		t.Fatalf("received %q", dst[:40])
+	}
+}
+
+// disconnect: a disconnects ida, b sees it and disconnects idb, a sees
+// that.
+func disconnect(t *testing.T, a *side, ida *ID, b *side, idb *ID) {
+	t.Helper()
+	if err := ida.Disconnect(); err != nil {
+		t.Fatal(err)
+	}
+	b.event(t, EventDisconnected)
+	if err := idb.Disconnect(); err != nil {
+		t.Fatal(err)
+	}
+	a.event(t, EventDisconnected)
+}
+
+// pollOne waits (bounded) for one completion on cq.
+func pollOne(t *testing.T, cq *verbsio.CQ) verbsio.WC {
+	t.Helper()
+	wcs := make([]verbsio.WC, 1)
+	for deadline := time.Now().Add(wait); ; time.Sleep(time.Millisecond) {
+		n, err := cq.Poll(wcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			return wcs[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no completion")
+		}
 	}
 }
 
@@ -229,15 +246,7 @@ func TestConnectRC(t *testing.T) {
 	}
 	exchange(t, cli, cqp, srv, sqp)
 	exchange(t, srv, sqp, cli, cqp)
-
-	if err := id.Disconnect(); err != nil {
-		t.Fatal(err)
-	}
-	srv.event(t, EventDisconnected)
-	if err := req.ID.Disconnect(); err != nil {
-		t.Fatal(err)
-	}
-	cli.event(t, EventDisconnected)
+	disconnect(t, cli, id, srv, req.ID)
 	// TIMEWAIT: the QP's ACK timeout, 2^(19-8) ms here.
 	start := time.Now()
 	cli.event(t, EventTimewaitExit)
@@ -480,21 +489,8 @@ func TestUD(t *testing.T) {
 		SGL: []verbsio.SGE{ms.SGE(0, 8)}, UD: verbsio.UDAddr{AH: ah, RemoteQPN: e.UD.QPNum, RemoteQKey: e.UD.QKey}}}); err != nil {
 		t.Fatal(err)
 	}
-	wcs := make([]verbsio.WC, 2)
-	deadline := time.Now().Add(wait)
-	for {
-		n, _ := srv.cq.Poll(wcs)
-		if n > 0 {
-			if wcs[0].Status != verbsio.StatusSuccess || !bytes.Contains(rbuf[:256], []byte("datagram")) {
-				t.Fatalf("UD receive %+v", wcs[0])
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no UD receive")
-		}
-		_, _ = cli.cq.Poll(wcs)
-		time.Sleep(time.Millisecond)
+	if wc := pollOne(t, srv.cq); wc.Status != verbsio.StatusSuccess || !bytes.Contains(rbuf[:256], []byte("datagram")) {
+		t.Fatalf("UD receive %+v", wc)
 	}
 	// A UD request to a port nobody listens on: the CM's SIDR_REP
 	// "unsupported" (status 1), as udaddy saw from Linux.

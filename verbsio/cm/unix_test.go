@@ -73,15 +73,7 @@ func TestUnixMADPort(t *testing.T) {
 		t.Errorf("a second listener on the service: %v", err)
 	}
 
-	id, _ := cli.ch.CreateID(nil, PortSpaceTCP, verbsio.QPTypeRC)
-	if err := id.ResolveAddr(cli.addr, netip.MustParseAddrPort("[::1]:7500"), time.Second); err != nil {
-		t.Fatal(err)
-	}
-	cli.event(t, EventAddrResolved)
-	if err := id.ResolveRoute(time.Second); err != nil {
-		t.Fatal(err)
-	}
-	cli.event(t, EventRouteResolved)
+	id := cli.resolve(t, PortSpaceTCP, verbsio.QPTypeRC, netip.MustParseAddrPort("[::1]:7500"))
 	cqp, err := id.CreateQP(cli.pd, cli.qp(t, verbsio.QPTypeRC))
 	if err != nil {
 		t.Fatal(err)
@@ -106,24 +98,11 @@ func TestUnixMADPort(t *testing.T) {
 		t.Errorf("the client's route leads to %v, not the server's GID %v", r.DGID, srv.addr)
 	}
 	exchange(t, cli, cqp, srv, sqp)
-	if err := id.Disconnect(); err != nil {
-		t.Fatal(err)
-	}
-	srv.event(t, EventDisconnected)
-	if err := req.ID.Disconnect(); err != nil {
-		t.Fatal(err)
-	}
-	cli.event(t, EventDisconnected)
+	disconnect(t, cli, id, srv, req.ID)
 
 	// Nobody listens on 7501: the REQ goes nowhere and times out; with
 	// the default timeouts that is minutes, so only check it was dropped.
-	id2, _ := cli.ch.CreateID(nil, PortSpaceTCP, verbsio.QPTypeRC)
-	if err := id2.ResolveAddr(cli.addr, netip.MustParseAddrPort("[::1]:7501"), time.Second); err != nil {
-		t.Fatal(err)
-	}
-	cli.event(t, EventAddrResolved)
-	_ = id2.ResolveRoute(time.Second)
-	cli.event(t, EventRouteResolved)
+	id2 := cli.resolve(t, PortSpaceTCP, verbsio.QPTypeRC, netip.MustParseAddrPort("[::1]:7501"))
 	before := cli.dev.mp.(*UnixMADPort).Dropped()
 	if err := id2.Connect(&ConnParam{QPNum: 9}); err != nil {
 		t.Fatal(err)
@@ -162,13 +141,7 @@ func TestUnixCrossProcess(t *testing.T) {
 		if try == 100 {
 			t.Fatal("the child never accepted")
 		}
-		id, _ = cli.ch.CreateID(nil, PortSpaceTCP, verbsio.QPTypeRC)
-		if err := id.ResolveAddr(cli.addr, dst, time.Second); err != nil {
-			t.Fatal(err)
-		}
-		cli.event(t, EventAddrResolved)
-		_ = id.ResolveRoute(time.Second)
-		cli.event(t, EventRouteResolved)
+		id = cli.resolve(t, PortSpaceTCP, verbsio.QPTypeRC, dst)
 		if _, err := id.CreateQP(cli.pd, cli.qp(t, verbsio.QPTypeRC)); err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,24 @@ import (
 // README.md for the programs that made them).
 var captures = []string{"rxe-cm1.pcap", "rxe-cm2.pcap"}
 
+func frames(t testing.TB, name string) map[int]capture.Packet {
+	t.Helper()
+	m, err := capture.Frames(filepath.Join("..", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func decodeFrame(t testing.TB, f map[int]capture.Packet, n int) mad.MAD {
+	t.Helper()
+	m, err := capture.Decode(f, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func captured(t testing.TB, name string) []capture.Packet {
 	t.Helper()
 	pkts, err := capture.MADs(filepath.Join("..", "testdata", name))
@@ -87,18 +105,8 @@ func TestCaptureAllMessages(t *testing.T) {
 // TestCapture2Fields pins the MRA, the repeated REQ, the IPv6 connection
 // and perftest's read responder resources of the second capture.
 func TestCapture2Fields(t *testing.T) {
-	byFrame := map[int]capture.Packet{}
-	for _, p := range captured(t, "rxe-cm2.pcap") {
-		byFrame[p.Frame] = p
-	}
-	decode := func(frame int) mad.MAD {
-		t.Helper()
-		m, err := mad.Decode(byFrame[frame].Payload)
-		if err != nil {
-			t.Fatalf("frame %d: %v", frame, err)
-		}
-		return m
-	}
+	byFrame := frames(t, "rxe-cm2.pcap")
+	decode := func(frame int) mad.MAD { return decodeFrame(t, byFrame, frame) }
 	// The REQ to the stopped server, its repeat (identical bytes), the MRA.
 	if !bytes.Equal(byFrame[178].Payload, byFrame[179].Payload) {
 		t.Error("the repeated REQ differs from the first")
@@ -139,22 +147,8 @@ func TestCapture2Fields(t *testing.T) {
 // values the programs that sent them reported (perftest's printout, rping's
 // and udaddy's errors) and to what Linux's CM computes.
 func TestCaptureFields(t *testing.T) {
-	byFrame := map[int]capture.Packet{}
-	for _, p := range captured(t, "rxe-cm1.pcap") {
-		byFrame[p.Frame] = p
-	}
-	decode := func(frame int) mad.MAD {
-		t.Helper()
-		p, ok := byFrame[frame]
-		if !ok {
-			t.Fatalf("no MAD in frame %d", frame)
-		}
-		m, err := mad.Decode(p.Payload)
-		if err != nil {
-			t.Fatalf("frame %d: %v", frame, err)
-		}
-		return m
-	}
+	byFrame := frames(t, "rxe-cm1.pcap")
+	decode := func(frame int) mad.MAD { return decodeFrame(t, byFrame, frame) }
 	v4 := func(s string) verbsio.GID { return verbsio.GIDFromAddr(netip.MustParseAddr(s)) }
 
 	// Frame 1: rping's REQ to 10.77.0.1 where nothing listens; frame 2: the
@@ -247,10 +241,7 @@ func TestCapturePerftestQPs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byFrame := map[int]capture.Packet{}
-	for _, p := range all {
-		byFrame[p.Frame] = p
-	}
+	byFrame := frames(t, "rxe-cm1.pcap")
 	// the first request to destQP between the REP and the connection's DREQ
 	firstPSN := func(destQP uint32, after, before int) (uint32, bool) {
 		for _, p := range all {

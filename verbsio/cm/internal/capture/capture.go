@@ -14,6 +14,7 @@ import (
 
 	"github.com/rperf/rperf/internal/pcap"
 	"github.com/rperf/rperf/internal/roce"
+	"github.com/rperf/rperf/verbsio/cm/mad"
 )
 
 // Packet is one captured RoCEv2 packet.
@@ -93,4 +94,30 @@ func MADs(path string) ([]Packet, error) {
 		}
 	}
 	return out, nil
+}
+
+// Frames returns the MAD packets of the capture at path by frame number.
+func Frames(path string) (map[int]Packet, error) {
+	pkts, err := MADs(path)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[int]Packet, len(pkts))
+	for _, p := range pkts {
+		m[p.Frame] = p
+	}
+	return m, nil
+}
+
+// Decode decodes the MAD of frame n of frames.
+func Decode(frames map[int]Packet, n int) (mad.MAD, error) {
+	p, ok := frames[n]
+	if !ok {
+		return mad.MAD{}, fmt.Errorf("no MAD in frame %d", n)
+	}
+	m, err := mad.Decode(p.Payload)
+	if err != nil {
+		return m, fmt.Errorf("frame %d: %w", n, err)
+	}
+	return m, nil
 }

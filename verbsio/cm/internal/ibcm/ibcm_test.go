@@ -160,24 +160,32 @@ func req(w *wire, to *CM, qpn, psn uint32) REQParam {
 		PrivateData: []byte("hello")}
 }
 
-// handshake connects a to b up to b's REP (state REP_SENT on b, REP_RCVD
-// on a).
-func handshake(t *testing.T, w *wire, a, b *CM) (ida, idb *ID) {
+// request sends a REQ for QP qpn from a to b, listening on sid if b does
+// not yet, and returns both sides' IDs once b reported it.
+func request(t *testing.T, w *wire, a, b *CM, qpn uint32) (ida, idb *ID) {
 	t.Helper()
-	l := b.CreateID("listener")
-	if err := b.Listen(l, sid); err != nil {
-		t.Fatal(err)
+	if b.listeners[sid] == nil {
+		if err := b.Listen(b.CreateID("listener"), sid); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ida = a.CreateID("active")
-	if err := a.SendREQ(w.now, ida, req(w, b, 0x11, 0x111111)); err != nil {
+	if err := a.SendREQ(w.now, ida, req(w, b, qpn, 0x111111)); err != nil {
 		t.Fatal(err)
 	}
 	w.run()
 	e := w.event(b, REQReceived)
-	idb = e.ID
-	if e.Listen != l || e.Msg.(*mad.REQ).LocalQPN != 0x11 {
+	if e.Listen != b.listeners[sid] || e.Msg.(*mad.REQ).LocalQPN != qpn {
 		t.Fatalf("REQ event %+v", e)
 	}
+	return ida, e.ID
+}
+
+// handshake connects a to b up to b's REP (state REP_SENT on b, REP_RCVD
+// on a).
+func handshake(t *testing.T, w *wire, a, b *CM) (ida, idb *ID) {
+	t.Helper()
+	ida, idb = request(t, w, a, b, 0x11)
 	if err := b.SendMRA(w.now, idb, 24, true, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +193,7 @@ func handshake(t *testing.T, w *wire, a, b *CM) (ida, idb *ID) {
 		t.Fatal(err)
 	}
 	w.run()
-	e = w.event(a, REPReceived)
+	e := w.event(a, REPReceived)
 	if e.ID != ida || !bytes.HasPrefix(e.Msg.(*mad.REP).PrivateData[:], []byte("welcome")) {
 		t.Fatalf("REP event %+v", e)
 	}
@@ -700,16 +708,7 @@ func TestStale(t *testing.T) {
 func TestReject(t *testing.T) {
 	w := newWire(t)
 	a, b := w.add(gidA, cfgA()), w.add(gidB, cfgB())
-	l := b.CreateID(nil)
-	if err := b.Listen(l, sid); err != nil {
-		t.Fatal(err)
-	}
-	ida := a.CreateID(nil)
-	if err := a.SendREQ(w.now, ida, req(w, b, 1, 1)); err != nil {
-		t.Fatal(err)
-	}
-	w.run()
-	idb := w.event(b, REQReceived).ID
+	ida, idb := request(t, w, a, b, 1)
 	if err := b.SendREJ(w.now, idb, mad.RejConsumerDefined, nil, []byte("go away")); err != nil {
 		t.Fatal(err)
 	}
@@ -736,16 +735,7 @@ func TestDestroy(t *testing.T) {
 	a, b := w.add(gidA, cfgA()), w.add(gidB, cfgB())
 
 	// REQ_SENT: REJ timeout with the CA GUID as ARI; b's ID goes idle.
-	l := b.CreateID(nil)
-	if err := b.Listen(l, sid); err != nil {
-		t.Fatal(err)
-	}
-	ida := a.CreateID(nil)
-	if err := a.SendREQ(w.now, ida, req(w, b, 1, 1)); err != nil {
-		t.Fatal(err)
-	}
-	w.run()
-	idb := w.event(b, REQReceived).ID
+	ida, idb := request(t, w, a, b, 1)
 	w.sent()
 	a.Destroy(w.now, ida)
 	w.run()
@@ -779,12 +769,7 @@ func TestDestroy(t *testing.T) {
 	w.event(b, DREPReceived)
 
 	// REQ_RCVD: REJ consumer defined.
-	ida = a.CreateID(nil)
-	if err := a.SendREQ(w.now, ida, req(w, b, 5, 1)); err != nil {
-		t.Fatal(err)
-	}
-	w.run()
-	idb = w.event(b, REQReceived).ID
+	ida, idb = request(t, w, a, b, 5)
 	b.Destroy(w.now, idb)
 	w.run()
 	if m := w.event(a, REJReceived).Msg.(*mad.REJ); m.Reason != mad.RejConsumerDefined {
@@ -966,16 +951,7 @@ func TestStaleREP(t *testing.T) {
 	w.sent()
 	b2 := New(Config{CAGUID: 0xb, ACKDelay: 20, HiTID: 2, FirstID: 7000})
 	w.cms[gidB] = b2
-	l := b2.CreateID(nil)
-	if err := b2.Listen(l, sid); err != nil {
-		t.Fatal(err)
-	}
-	id := a.CreateID(nil)
-	if err := a.SendREQ(w.now, id, req(w, b2, 0x33, 9)); err != nil {
-		t.Fatal(err)
-	}
-	w.run()
-	idb := w.event(b2, REQReceived).ID
+	id, idb := request(t, w, a, b2, 0x33)
 	if err := b2.SendREP(w.now, idb, REPParam{QPN: 0x22, StartingPSN: 1}); err != nil {
 		t.Fatal(err)
 	}

@@ -35,26 +35,18 @@ func gid(a netip.Addr) verbsio.GID { return verbsio.GIDFromAddr(a) }
 // frames reads a capture's MADs by frame number.
 func frames(t *testing.T, name string) map[int]capture.Packet {
 	t.Helper()
-	pkts, err := capture.MADs(filepath.Join("..", "..", "testdata", name))
+	m, err := capture.Frames(filepath.Join("..", "..", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
-	}
-	m := map[int]capture.Packet{}
-	for _, p := range pkts {
-		m[p.Frame] = p
 	}
 	return m
 }
 
 func decodeFrame(t *testing.T, f map[int]capture.Packet, n int) mad.MAD {
 	t.Helper()
-	p, ok := f[n]
-	if !ok {
-		t.Fatalf("no MAD in frame %d", n)
-	}
-	m, err := mad.Decode(p.Payload)
+	m, err := capture.Decode(f, n)
 	if err != nil {
-		t.Fatalf("frame %d: %v", n, err)
+		t.Fatal(err)
 	}
 	return m
 }
@@ -168,6 +160,28 @@ func (r *replayer) event(want EventType) Event {
 	return e
 }
 
+// disconnect plays a captured disconnect: with ours the CM sends the DREQ
+// of frame dreq and takes the DREP, otherwise it answers the peer's.
+func (r *replayer) disconnect(id *ID, dreq, drep int, ours bool) {
+	r.t.Helper()
+	if ours {
+		r.now = r.f[dreq].Time
+		if err := r.c.SendDREQ(r.now, id, nil); err != nil {
+			r.t.Fatal(err)
+		}
+		r.expect(dreq)
+		r.feed(drep)
+		r.event(DREPReceived)
+		return
+	}
+	r.feed(dreq)
+	r.event(DREQReceived)
+	if err := r.c.SendDREP(r.now, id, nil); err != nil {
+		r.t.Fatal(err)
+	}
+	r.expect(drep)
+}
+
 // reqParam rebuilds the parameters rdma_cm passed for a captured REQ.
 func reqParam(q *mad.REQ, self, peer netip.Addr) REQParam {
 	return REQParam{
@@ -278,22 +292,7 @@ func TestReplayConversations(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.expect(cv.rtu)
-			if cv.activeDisconnects {
-				r.now = f[cv.dreq].Time
-				if err := r.c.SendDREQ(r.now, id, nil); err != nil {
-					t.Fatal(err)
-				}
-				r.expect(cv.dreq)
-				r.feed(cv.drep)
-				r.event(DREPReceived)
-			} else {
-				r.feed(cv.dreq)
-				r.event(DREQReceived)
-				if err := r.c.SendDREP(r.now, id, nil); err != nil {
-					t.Fatal(err)
-				}
-				r.expect(cv.drep)
-			}
+			r.disconnect(id, cv.dreq, cv.drep, cv.activeDisconnects)
 			if id.State() != Timewait {
 				t.Errorf("after the disconnect: %s", id.State())
 			}
@@ -320,22 +319,7 @@ func TestReplayConversations(t *testing.T) {
 			r.expect(cv.rep)
 			r.feed(cv.rtu)
 			r.event(RTUReceived)
-			if cv.activeDisconnects {
-				r.feed(cv.dreq)
-				r.event(DREQReceived)
-				if err := r.c.SendDREP(r.now, id, nil); err != nil {
-					t.Fatal(err)
-				}
-				r.expect(cv.drep)
-			} else {
-				r.now = f[cv.dreq].Time
-				if err := r.c.SendDREQ(r.now, id, nil); err != nil {
-					t.Fatal(err)
-				}
-				r.expect(cv.dreq)
-				r.feed(cv.drep)
-				r.event(DREPReceived)
-			}
+			r.disconnect(id, cv.dreq, cv.drep, !cv.activeDisconnects)
 		})
 	}
 }
