@@ -164,6 +164,32 @@ func exchange(t *testing.T, a *side, qa *verbsio.QP, b *side, qb *verbsio.QP) {
 	}
 }
 
+// rdmaWrite writes 8 bytes from a's QP qa into memory of b.
+func rdmaWrite(t *testing.T, a *side, qa *verbsio.QP, b *side) {
+	t.Helper()
+	src, _ := a.ctx.Alloc(4096)
+	dst, _ := b.ctx.Alloc(4096)
+	copy(src, "written!")
+	ms, err := a.pd.RegMR(src, verbsio.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := b.pd.RegMR(dst, verbsio.AccessLocalWrite|verbsio.AccessRemoteWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := qa.PostSend([]verbsio.SendWR{{ID: 3, Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled,
+		SGL: []verbsio.SGE{ms.SGE(0, 8)}, Remote: verbsio.RemoteAddr{Addr: verbsio.AddrOf(dst), RKey: md.RKey()}}}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := pollOne(t, a.cq); wc.Status != verbsio.StatusSuccess {
+		t.Fatalf("RDMA WRITE completion %+v", wc)
+	}
+	if !bytes.HasPrefix(dst, []byte("written!")) {
+		t.Fatalf("the target holds %q", dst[:8])
+	}
+}
+
 // disconnect: a disconnects ida, b sees it and disconnects idb, a sees
 // that.
 func disconnect(t *testing.T, a *side, ida *ID, b *side, idb *ID) {
@@ -246,6 +272,10 @@ func TestConnectRC(t *testing.T) {
 	}
 	exchange(t, cli, cqp, srv, sqp)
 	exchange(t, srv, sqp, cli, cqp)
+	// Both QPs grant remote writes (and reads) once connected: the CM moved
+	// them through INIT again with the access its responder resources allow.
+	rdmaWrite(t, srv, sqp, cli)
+	rdmaWrite(t, cli, cqp, srv)
 	disconnect(t, cli, id, srv, req.ID)
 	// TIMEWAIT: the QP's ACK timeout, 2^(19-8) ms here.
 	start := time.Now()

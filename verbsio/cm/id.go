@@ -635,10 +635,7 @@ func (id *ID) Accept(p *ConnParam) error {
 		id.respRes = d.maxResources(p.ResponderResources, d.attr.MaxQPRdAtom)
 		id.initDepth = d.maxResources(p.InitiatorDepth, d.attr.MaxQPInitRdAtom)
 		if id.qp != nil {
-			err = id.modifyQP(verbsio.QPStateRTR)
-			if err == nil {
-				err = id.modifyQP(verbsio.QPStateRTS)
-			}
+			err = id.modifyQPConnected()
 		}
 		if err == nil {
 			err = d.cm.SendREP(now, id.cmID, ibcm.REPParam{QPN: qpn, StartingPSN: id.seqNum,
@@ -723,10 +720,7 @@ func (id *ID) NotifyEstablished() error {
 // repRecv completes the active side with its attached QP (cma_rep_recv).
 // mu is held.
 func (id *ID) repRecv(now time.Time) error {
-	err := id.modifyQP(verbsio.QPStateRTR)
-	if err == nil {
-		err = id.modifyQP(verbsio.QPStateRTS)
-	}
+	err := id.modifyQPConnected()
 	if err == nil {
 		err = id.dev.cm.SendRTU(now, id.cmID, nil)
 	}
@@ -859,6 +853,18 @@ func (id *ID) DestroyQP() error {
 		return nil
 	}
 	return qp.Destroy()
+}
+
+// modifyQPConnected moves the attached QP from INIT to RTS with what the
+// handshake negotiated (cma_modify_qp_rtr, cma_modify_qp_rts): INIT again
+// first, for the access flags the responder resources allow.
+func (id *ID) modifyQPConnected() error {
+	for _, s := range []verbsio.QPState{verbsio.QPStateInit, verbsio.QPStateRTR, verbsio.QPStateRTS} {
+		if err := id.modifyQP(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (id *ID) modifyQP(s verbsio.QPState) error {
