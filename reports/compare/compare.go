@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/rperf/rperf/internal/stats"
@@ -28,8 +27,12 @@ type Options struct {
 	// clear. 0 means [DefaultThresholdPct]; use a tiny positive value to
 	// call any change beyond noise.
 	ThresholdPct float64
-	// Confidence is the confidence level of the noise intervals, in
-	// (0.5, 1); 0 means [DefaultConfidence].
+	// Confidence is the confidence of the report as a whole, in (0.5,
+	// 1); 0 means [DefaultConfidence]. The intervals of the comparisons
+	// judged from repeated runs hold together with this probability, so
+	// a report with no real change calls something better or worse with
+	// probability at most 1 − Confidence, however many metrics it has
+	// ([Family]). Comparisons with too few runs use it as their own level.
 	Confidence float64
 	// FailUnsure counts an [Unsure] change in the worse direction as a
 	// failure ([Report.Failures]), for CI jobs that can afford only one
@@ -44,13 +47,17 @@ type Verdict string
 const (
 	Better Verdict = "better"
 	Worse  Verdict = "worse"
-	// Same: the change is below the threshold or within noise.
+	// Same: no change beyond the threshold is shown: the interval
+	// includes no change (within noise) or lies within the threshold.
 	Same Verdict = "same"
-	// Unsure: the change reaches the threshold and the sides do not
-	// overlap, but there are too few runs to say so at the confidence
-	// asked (noise basis range, histogram or none). One run per side sees
-	// the noise within a run, not between runs; on the development VM two
-	// identical write_lat runs differ by +35% at p99 and ×10 at p99.9.
+	// Unsure: there is a change, but it is not shown to reach the
+	// threshold: with repeated runs, the interval excludes no change and
+	// reaches past the threshold without lying wholly beyond it; with too
+	// few runs for that (noise basis range, histogram or none), the
+	// change reaches the threshold and the sides do not overlap. One run
+	// per side sees the noise within a run, not between runs; on the
+	// development VM two identical write_lat runs differ by +35% at p99
+	// and ×10 at p99.9.
 	Unsure Verdict = "unsure"
 	// NoVerdict: the baseline's value is 0, so there is no relative
 	// change to judge.
@@ -62,9 +69,12 @@ type Noise string
 
 // Noise bases, from the strongest to none.
 const (
-	// NoiseRuns: enough repetitions on both sides for a rank interval at
-	// the confidence asked: the Hodges-Lehmann interval of the shift
-	// between the two sides' per-run values.
+	// NoiseRuns: enough repetitions on both sides that a difference could
+	// be shown without assuming a distribution (a rank interval at the
+	// confidence asked exists: 4 and 4 runs at 95%): the interval is
+	// Student's t interval of the difference of the sides' mean log
+	// figures, at the level that holds the report's confidence over all
+	// its comparisons ([Family]).
 	NoiseRuns Noise = "runs"
 	// NoiseRange: repetitions, but too few for a rank interval at the
 	// confidence asked: each side's interval spans all its runs (and, for
@@ -86,11 +96,25 @@ const (
 type Interval struct {
 	LoPct float64 `json:"lo_pct"`
 	HiPct float64 `json:"hi_pct"`
-	// Confidence is the interval's exact confidence for the runs and
-	// range bases (a rank interval's, which can exceed the level asked
-	// for, or fall short of it for range); 0 (omitted) when no figure can
-	// be given.
+	// Confidence is the interval's own confidence: for the runs basis
+	// the per-comparison level of [Family] (above the report's
+	// confidence when there are several comparisons); for range, the
+	// exact confidence of the widest rank interval, below the level
+	// asked; 0 (omitted) when no figure can be given.
 	Confidence float64 `json:"confidence,omitempty"`
+	// The runs basis only (omitted otherwise):
+	//
+	// EstimatePct is the interval's centre: the change of the geometric
+	// means of the runs' figures.
+	EstimatePct float64 `json:"estimate_pct,omitempty"`
+	// DF is the degrees of freedom of the t quantile.
+	DF float64 `json:"df,omitempty"`
+	// NoiseFrom says which estimate of the noise between runs set the
+	// width: "runs" (this comparison's runs), "family" (the same metric
+	// of the same test at the other message sizes, when it is noisier:
+	// an empirical Bayes estimate) or "histograms" (the runs' own
+	// within-run spread, when it is larger still).
+	NoiseFrom string `json:"noise_from,omitempty"`
 }
 
 // Side is one side of a comparison.
@@ -139,22 +163,41 @@ type Comparison struct {
 func (c *Comparison) Key() Key { return Key{Test: c.Test, Bytes: c.Bytes, Path: c.Path} }
 
 // Direction is where the change points, whatever its size or noise:
-// [Better], [Worse], or [Same] for no change.
+// [Better], [Worse], or [Same] for no change. It is the side of zero
+// the interval lies on when it excludes no change, else the sign of
+// ChangePct.
 func (c *Comparison) Direction() Verdict {
+	higher := c.Better == "higher"
+	if iv := c.Interval; iv != nil && (iv.LoPct > 0 || iv.HiPct < 0) {
+		if (iv.LoPct > 0) == higher {
+			return Better
+		}
+		return Worse
+	}
 	switch {
 	case c.ChangePct == 0:
 		return Same
-	case (c.ChangePct > 0) == (c.Better == "higher"):
+	case (c.ChangePct > 0) == higher:
 		return Better
 	}
 	return Worse
 }
 
+// Measured is one metric of one key, measured on both sides: what
+// [Judge] decides on. [Compare] measures it from the documents.
+type Measured struct {
+	Key    Key
+	Metric Metric
+	// Baseline and Candidate are the two sides' figures.
+	Baseline, Candidate Runs
+}
+
 // Compare compares the candidate's records with the baseline's, key by
 // key (keys in the baseline's order) and metric by metric (in the order
-// given). Keys on one side only are listed in the report. It fails when
-// no key is on both sides ([*NoMatchError]) or when the records of a key
-// cannot be repetitions of each other.
+// given), and judges every comparison together ([Judge]). Keys on one
+// side only are listed in the report. It fails when no key is on both
+// sides ([*NoMatchError]) or when the records of a key cannot be
+// repetitions of each other.
 func Compare(baseline, candidate []Input, opts Options) (*Report, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -168,12 +211,13 @@ func Compare(baseline, candidate []Input, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := newReport(baseline, candidate, opts)
+	var ms []Measured
+	var onlyBase, onlyCand []string
 	matched := 0
 	for _, k := range base.keys {
 		bg, cg := base.groups[k], cand.groups[k]
 		if cg == nil {
-			rep.OnlyBaseline = append(rep.OnlyBaseline, k.String())
+			onlyBase = append(onlyBase, k.String())
 			continue
 		}
 		matched++
@@ -187,24 +231,40 @@ func Compare(baseline, candidate []Input, opts Options) (*Report, error) {
 			if m.Latency != bg.latency {
 				continue
 			}
-			c, err := compareGroups(bg, cg, m, opts)
+			b, err := bg.measure(m, opts.Confidence)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("baseline: %w", err)
 			}
-			rep.add(c)
+			c, err := cg.measure(m, opts.Confidence)
+			if err != nil {
+				return nil, fmt.Errorf("candidate: %w", err)
+			}
+			ms = append(ms, Measured{Key: k, Metric: m, Baseline: b, Candidate: c})
 		}
 	}
 	for _, k := range cand.keys {
 		if base.groups[k] == nil {
-			rep.OnlyCandidate = append(rep.OnlyCandidate, k.String())
+			onlyCand = append(onlyCand, k.String())
 		}
 	}
 	if matched == 0 {
 		return nil, &NoMatchError{Baseline: base.keys, Candidate: cand.keys}
 	}
-	if len(rep.Comparisons) == 0 {
-		return nil, fmt.Errorf("%w (metrics %s)", errNoMetric, strings.Join(rep.Metrics, ","))
+	if len(ms) == 0 {
+		names := make([]string, len(opts.Metrics))
+		for i, m := range opts.Metrics {
+			names[i] = m.Name
+		}
+		return nil, fmt.Errorf("%w (metrics %s)", errNoMetric, strings.Join(names, ","))
 	}
+	rep, err := Judge(ms, opts)
+	if err != nil {
+		return nil, err
+	}
+	rep.Baseline, rep.Candidate = files(baseline), files(candidate)
+	rep.OnlyBaseline = append(rep.OnlyBaseline, onlyBase...)
+	rep.OnlyCandidate = append(rep.OnlyCandidate, onlyCand...)
+	rep.Notes = envNotes(baseline, candidate)
 	return rep, nil
 }
 
@@ -231,114 +291,6 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// compareGroups compares one metric of one key.
-func compareGroups(bg, cg *group, m Metric, opts Options) (Comparison, error) {
-	b, err := bg.measure(m, opts.Confidence)
-	if err != nil {
-		return Comparison{}, fmt.Errorf("baseline: %w", err)
-	}
-	c, err := cg.measure(m, opts.Confidence)
-	if err != nil {
-		return Comparison{}, fmt.Errorf("candidate: %w", err)
-	}
-	k := bg.key
-	cmp := Comparison{
-		Test: k.Test, Bytes: k.Bytes, Path: k.Path,
-		Metric: m.Name, Unit: m.Unit, Better: m.better(),
-		Baseline:  newSideReport(b),
-		Candidate: newSideReport(c),
-	}
-	if b.value <= 0 || math.IsNaN(b.value) || math.IsNaN(c.value) {
-		cmp.Noise = NoiseNone
-		cmp.Verdict = NoVerdict
-		cmp.Reason = fmt.Sprintf("no relative change to judge: the baseline's %s is %s, the candidate's %s", m.Name, formatValue(b.value), formatValue(c.value))
-		return cmp, nil
-	}
-	pct := func(d float64) float64 { return 100 * d / b.value }
-	cmp.ChangePct = pct(c.value - b.value)
-
-	nb, nc := len(b.values), len(c.values)
-	shift, ok := stats.ShiftCI(b.values, c.values, opts.Confidence)
-	switch {
-	case ok:
-		cmp.Noise = NoiseRuns
-		cmp.Interval = &Interval{LoPct: pct(shift.Lo), HiPct: pct(shift.Hi), Confidence: shift.Confidence}
-	case b.hasWithin && c.hasWithin:
-		// Each side's interval covers its within-run interval and all its
-		// runs; the change's interval is their difference.
-		blo, bhi := spread(b)
-		clo, chi := spread(c)
-		cmp.Baseline.Lo, cmp.Baseline.Hi = &blo, &bhi
-		cmp.Candidate.Lo, cmp.Candidate.Hi = &clo, &chi
-		cmp.Interval = &Interval{LoPct: pct(clo - bhi), HiPct: pct(chi - blo)}
-		cmp.Noise = NoiseHistogram
-		if nb > 1 || nc > 1 {
-			cmp.Noise = NoiseRange
-			cmp.Interval.Confidence = shift.Confidence // it contains the widest rank interval
-		}
-	case nb > 1 || nc > 1:
-		blo, bhi := slices.Min(b.values), slices.Max(b.values)
-		clo, chi := slices.Min(c.values), slices.Max(c.values)
-		cmp.Baseline.Lo, cmp.Baseline.Hi = &blo, &bhi
-		cmp.Candidate.Lo, cmp.Candidate.Hi = &clo, &chi
-		cmp.Noise = NoiseRange
-		cmp.Interval = &Interval{LoPct: pct(shift.Lo), HiPct: pct(shift.Hi), Confidence: shift.Confidence}
-	default:
-		cmp.Noise = NoiseNone
-	}
-	cmp.Verdict, cmp.Reason = decide(cmp, nb, nc, opts)
-	return cmp, nil
-}
-
-// spread is a side's interval for the range and histogram bases: the
-// within-run interval of its pooled value, widened to cover every run.
-func spread(s measure) (lo, hi float64) {
-	return min(s.lo, slices.Min(s.values)), max(s.hi, slices.Max(s.values))
-}
-
-// decide gives the verdict. Better or worse: the change reaches the
-// threshold in that direction and its rank interval from enough runs lies
-// on that side of zero. Same: below the threshold, or the interval (of
-// whatever basis) includes no change. Unsure: beyond the threshold and
-// the sides apart, but the basis is weaker than the confidence asked.
-func decide(c Comparison, nb, nc int, opts Options) (Verdict, string) {
-	change := c.ChangePct
-	dir := c.Direction()
-	runs := fmt.Sprintf("%d vs %d runs", nb, nc)
-	thr := formatThreshold(opts.ThresholdPct)
-	if change == 0 || math.Abs(change) < opts.ThresholdPct {
-		return Same, fmt.Sprintf("the change, %s, is below the %s threshold", formatPct(change), thr)
-	}
-	more := fmt.Sprintf("repeat the runs (%d per side give %s)", RunsNeeded(opts.Confidence), formatConfidence(opts.Confidence))
-	if c.Noise == NoiseNone {
-		return Unsure, fmt.Sprintf("%s (%s) is beyond the %s threshold, but based on one sample per side, with no noise estimate: %s",
-			formatPct(change), dir, thr, more)
-	}
-	iv := c.Interval
-	beyond := (change > 0 && iv.LoPct > 0) || (change < 0 && iv.HiPct < 0)
-	ivs := formatInterval(iv)
-	switch c.Noise {
-	case NoiseRuns:
-		if !beyond {
-			return Same, fmt.Sprintf("within noise: the %s interval %s from %s includes no change", formatConfidence(iv.Confidence), ivs, runs)
-		}
-		return dir, fmt.Sprintf("%s, beyond the %s threshold and beyond noise: the %s interval %s from %s excludes no change",
-			formatPct(change), thr, formatConfidence(iv.Confidence), ivs, runs)
-	case NoiseRange:
-		if !beyond {
-			return Same, fmt.Sprintf("within noise: the sides' ranges overlap (change interval %s, %s)", ivs, runs)
-		}
-		return Unsure, fmt.Sprintf("%s (%s) is beyond the %s threshold and the sides' ranges do not overlap (change interval %s), but %s give at most %s confidence, not the %s asked: %s",
-			formatPct(change), dir, thr, ivs, runs, formatConfidence(iv.Confidence), formatConfidence(opts.Confidence), more)
-	default: // NoiseHistogram
-		if !beyond {
-			return Same, fmt.Sprintf("within noise, based on one sample per side: the histograms' %s intervals overlap (change interval %s)", formatConfidence(opts.Confidence), ivs)
-		}
-		return Unsure, fmt.Sprintf("%s (%s) is beyond the %s threshold, based on one sample per side: the histograms' %s intervals do not overlap (change interval %s), but they measure the noise within a run, not between runs: %s",
-			formatPct(change), dir, thr, formatConfidence(opts.Confidence), ivs, more)
-	}
-}
-
 // RunsNeeded returns the smallest number of runs per side (the same on
 // both) whose rank interval can reach confidence conf: 4 for 95%, 5 for
 // 99%.
@@ -350,6 +302,6 @@ func RunsNeeded(conf float64) int {
 	return n
 }
 
-func newSideReport(m measure) Side {
-	return Side{Runs: len(m.values), Value: m.value, Median: stats.Median(m.values), Values: m.values, Samples: m.samples}
+func newSideReport(r Runs) Side {
+	return Side{Runs: len(r.Values), Value: r.Value, Median: stats.Median(r.Values), Values: r.Values, Samples: r.Samples}
 }

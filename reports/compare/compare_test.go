@@ -13,12 +13,49 @@ import (
 
 func approx(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(a), math.Abs(b)) }
 
+// geo returns center·e^o for each offset o: runs whose logarithms are
+// the offsets around ln(center), so the t interval is worked out by hand.
+func geo(center float64, offsets ...float64) []float64 {
+	out := make([]float64, len(offsets))
+	for i, o := range offsets {
+		out[i] = center * math.Exp(o)
+	}
+	return out
+}
+
+// Offsets of five runs with a sample variance of 2.5e-4 on the log scale,
+// so 5 vs 5 runs have a standard error of √(2.5e-4 · 2/5) = 0.01, and of
+// three runs with a variance of 1e-4 (3 vs 3: 0.01·√(2/3)).
+var (
+	off5 = []float64{-0.02, -0.01, 0, 0.01, 0.02}
+	off3 = []float64{-0.01, 0, 0.01}
+)
+
+func scaled(k float64, xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = k * x
+	}
+	return out
+}
+
+// tInterval is the interval of a ratio r of geometric means with a
+// standard error se of the log difference and a t quantile q, in percent.
+func tInterval(r, q, se float64) (lo, hi float64) {
+	return 100 * (r*math.Exp(-q*se) - 1), 100 * (r*math.Exp(q*se) - 1)
+}
+
 // TestVerdicts walks the verdict rules on bandwidth runs whose intervals
-// are worked out by hand. Baselines of 10 Gb/s make the relative interval
-// the absolute one ×10.
+// are worked out by hand: one metric, so the interval is at the report's
+// confidence, t quantiles from the tables (8 degrees of freedom: 2.306004
+// at 97.5%; 4: 2.131847 at 95%).
+//
+// Against the rule before the report-wide one, a change at the threshold
+// is no longer enough: its interval must lie wholly beyond it ("at the
+// threshold" and "lower threshold" were better, and are unsure now).
 func TestVerdicts(t *testing.T) {
-	base5 := []float64{9.8, 9.9, 10, 10.1, 10.2}
-	for _, tc := range []struct {
+	const t8, t4 = 2.306004, 2.131847
+	type tc struct {
 		name       string
 		base, cand []float64
 		threshold  float64
@@ -29,85 +66,69 @@ func TestVerdicts(t *testing.T) {
 		lo, hi     float64 // interval, percent; NaN: no interval
 		confidence float64
 		reason     string // a substring of the reason
-	}{
-		{
-			// Candidate 1 Gb/s lower throughout: every difference is −1 ±
-			// a few tenths. Differences c−b, sorted: −1.4, −1.3 ×2, ...
-			// k = 3 at 95% for 5 vs 5: D(3) = −1.3, D(23) = −0.7.
-			name: "5v5 worse", base: base5, cand: []float64{8.8, 8.9, 9, 9.1, 9.2},
-			verdict: Worse, noise: NoiseRuns, change: -10, lo: -13, hi: -7, confidence: 1 - 8.0/252,
-			reason: "beyond noise",
-		},
-		{
-			name: "5v5 better", base: base5, cand: []float64{10.8, 10.9, 11, 11.1, 11.2},
-			verdict: Better, noise: NoiseRuns, change: 10, lo: 7, hi: 13, confidence: 1 - 8.0/252,
-		},
-		{
-			// Medians 10 and 10.5: +5% exactly reaches a 5% threshold.
-			name: "at the threshold", base: base5, cand: []float64{10.3, 10.4, 10.5, 10.6, 10.7},
-			verdict: Better, noise: NoiseRuns, change: 5, lo: 2, hi: 8, confidence: 1 - 8.0/252,
-		},
-		{
-			name: "just below the threshold", base: base5, cand: []float64{10.3, 10.4, 10.499, 10.6, 10.7},
-			verdict: Same, noise: NoiseRuns, change: 4.99, lo: 2, hi: 8, confidence: 1 - 8.0/252,
-			reason: "below the 5% threshold",
-		},
-		{
-			// Beyond a 2% threshold, but c−b runs from −0.1 to 0.7 with
-			// D(3) = 0 (10.1−10.1 and 10.2−10.2): an interval that touches
-			// 0 does not exclude "no change".
-			name: "lower threshold, interval touching 0", base: base5, cand: []float64{10.1, 10.2, 10.3, 10.4, 10.5}, threshold: 2,
-			verdict: Same, noise: NoiseRuns, change: 3, lo: 0, hi: 6, confidence: 1 - 8.0/252,
-			reason: "within noise",
-		},
-		{
-			name: "lower threshold", base: base5, cand: []float64{10.2, 10.3, 10.4, 10.5, 10.6}, threshold: 2,
-			verdict: Better, noise: NoiseRuns, change: 4, lo: 1, hi: 7, confidence: 1 - 8.0/252,
-		},
-		{
-			// Large change in the medians, but the runs overlap. Sorted
-			// differences start −4.1, −3.5, −3.1 and end 2, 2.5, 3.
-			name: "within noise", base: []float64{8, 9, 10, 11, 12}, cand: []float64{7.9, 8.5, 9, 10.5, 11},
-			verdict: Same, noise: NoiseRuns, change: -10, lo: -31, hi: 20, confidence: 1 - 8.0/252,
-			reason: "within noise",
-		},
-		{
+		tolerance  float64
+	}
+	// runs: 5 vs 5 runs, the candidate's those of the baseline times
+	// ratio, both spread so that the standard error is se.
+	runs := func(name string, ratio, se, q float64, v Verdict, reason string) tc {
+		lo, hi := tInterval(ratio, q, se)
+		off := scaled(se/0.01, off5)
+		return tc{name: name, base: geo(10, off...), cand: geo(10*ratio, off...), verdict: v, noise: NoiseRuns,
+			change: 100 * (ratio - 1), lo: lo, hi: hi, confidence: 0.95, reason: reason, tolerance: 1e-5}
+	}
+	lower := runs("lower threshold", 1.05, 0.01, t8, Better, "")
+	lower.threshold = 2
+	lowerUnsure := runs("lower threshold, not wholly beyond it", 1.03, 0.01, t8, Unsure, "reaches inside ±2%")
+	lowerUnsure.threshold = 2
+	cases := []tc{
+		runs("5v5 worse", 0.9, 0.01, t8, Worse, "-10.0% by the runs' geometric means, confidently beyond the 5% threshold: the 95% interval [-12.1%, -7.9%] from 5 vs 5 runs lies wholly below -5%"),
+		runs("5v5 better", 1.1, 0.01, t8, Better, "lies wholly above +5%"),
+		runs("at the threshold", 1.05, 0.01, t8, Unsure, "+5.0% by the runs' geometric means (better): a change, but not shown to reach the 5% threshold: the 95% interval [+2.6%, +7.4%]"),
+		runs("the whole interval beyond the threshold", 1.08, 0.01, t8, Better, "[+5.5%, +10.5%]"),
+		runs("within noise", 0.9, 0.1, t8, Same, "within noise: the 95% interval [-28.5%, +13.3%] from 5 vs 5 runs includes no change"),
+		runs("a change below the threshold", 1.03, 0.002, t8, Same, "a change below the 5% threshold: the 95% interval [+2.5%, +3.5%] from 5 vs 5 runs lies within ±5%"),
+		lower, lowerUnsure,
+	}
+	sep3lo, sep3hi := tInterval(0.9, t4, 0.01*math.Sqrt(2.0/3))
+	cases = append(cases,
+		tc{
 			// 3 vs 3 cannot reach 95%: range basis, at most 90%, so apart
 			// is unsure, not worse.
 			name: "3v3 separated", base: []float64{9.9, 10, 10.1}, cand: []float64{8.9, 9, 9.1},
 			verdict: Unsure, noise: NoiseRange, change: -10, lo: -12, hi: -8, confidence: 0.9,
 			reason: "(worse) is beyond the 5% threshold and the sides' ranges do not overlap (change interval [-12.0%, -8.0%]), but 3 vs 3 runs give at most 90% confidence, not the 95% asked: repeat the runs (4 per side give 95%)",
 		},
-		{
-			// Asking for 90% makes 3 vs 3 a rank interval.
-			name: "3v3 separated at 90%", base: []float64{9.9, 10, 10.1}, cand: []float64{8.9, 9, 9.1}, conf: 0.9,
-			verdict: Worse, noise: NoiseRuns, change: -10, lo: -12, hi: -8, confidence: 0.9,
-			reason: "the 90% interval [-12.0%, -8.0%] from 3 vs 3 runs excludes no change",
+		tc{
+			// Asking for 90% makes 3 vs 3 a runs basis.
+			name: "3v3 separated at 90%", base: geo(10, off3...), cand: geo(9, off3...), conf: 0.9,
+			verdict: Worse, noise: NoiseRuns, change: -10, lo: sep3lo, hi: sep3hi, confidence: 0.9, tolerance: 1e-5,
+			reason: "the 90% interval [-11.6%, -8.4%] from 3 vs 3 runs lies wholly below -5%",
 		},
-		{
+		tc{
 			name: "3v3 overlapping", base: []float64{9, 10, 11}, cand: []float64{8, 9, 10.5},
 			verdict: Same, noise: NoiseRange, change: -10, lo: -30, hi: 15, confidence: 0.9,
 			reason: "ranges overlap",
 		},
-		{
+		tc{
 			name: "1v1 beyond the threshold", base: []float64{10}, cand: []float64{9},
 			verdict: Unsure, noise: NoiseNone, change: -10, lo: math.NaN(),
 			reason: "-10.0% (worse) is beyond the 5% threshold, but based on one sample per side, with no noise estimate",
 		},
-		{
+		tc{
 			name: "1v1 below the threshold", base: []float64{10}, cand: []float64{9.7},
 			verdict: Same, noise: NoiseNone, change: -3, lo: math.NaN(),
 		},
-		{
+		tc{
 			// 1 vs 3: the baseline's single value inside the candidate's range.
 			name: "1v3 overlapping", base: []float64{10}, cand: []float64{9, 10.2, 8},
 			verdict: Same, noise: NoiseRange, change: -10, lo: -20, hi: 2, confidence: 0.5,
 		},
-		{
+		tc{
 			name: "baseline zero", base: []float64{0}, cand: []float64{9},
 			verdict: NoVerdict, noise: NoiseNone, change: 0, lo: math.NaN(),
 		},
-	} {
+	)
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := Compare(inputs("b", bwDocs("write_bw", 65536, tc.base...)...), inputs("c", bwDocs("write_bw", 65536, tc.cand...)...),
 				Options{Metrics: mustMetrics(t, "bw_avg"), ThresholdPct: tc.threshold, Confidence: tc.conf})
@@ -124,13 +145,14 @@ func TestVerdicts(t *testing.T) {
 			if !approx(c.ChangePct, tc.change) {
 				t.Errorf("change %v%%, want %v%%", c.ChangePct, tc.change)
 			}
+			near := func(a, b float64) bool { return approx(a, b) || math.Abs(a-b) <= tc.tolerance }
 			if math.IsNaN(tc.lo) {
 				if c.Interval != nil {
 					t.Errorf("interval %+v, want none", *c.Interval)
 				}
 			} else if c.Interval == nil {
 				t.Errorf("no interval, want [%v, %v]", tc.lo, tc.hi)
-			} else if !approx(c.Interval.LoPct, tc.lo) || !approx(c.Interval.HiPct, tc.hi) || !approx(c.Interval.Confidence, tc.confidence) {
+			} else if !near(c.Interval.LoPct, tc.lo) || !near(c.Interval.HiPct, tc.hi) || !approx(c.Interval.Confidence, tc.confidence) {
 				t.Errorf("interval %+v, want [%v, %v] at %v", *c.Interval, tc.lo, tc.hi, tc.confidence)
 			}
 			if !strings.Contains(c.Reason, tc.reason) {
@@ -187,23 +209,23 @@ func TestMergeExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := reports.PercentilesUs(h, []float64{p}, 2, one.MaxNs())[reports.PercentileKey(p)]
-		if m.value != want {
-			t.Errorf("p%v: merged %v, one histogram of all samples %v", p, m.value, want)
+		if m.Value != want {
+			t.Errorf("p%v: merged %v, one histogram of all samples %v", p, m.Value, want)
 		}
-		if m.samples != int64(len(all)) {
-			t.Errorf("p%v: %d samples, want %d", p, m.samples, len(all))
+		if m.Samples != int64(len(all)) {
+			t.Errorf("p%v: %d samples, want %d", p, m.Samples, len(all))
 		}
 	}
 	m, err := g.measure(Metric{Name: "mean", Latency: true}, 0.95)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !approx(m.value, one.MeanUs) {
-		t.Errorf("pooled mean %v, mean of all samples %v", m.value, one.MeanUs)
+	if !approx(m.Value, one.MeanUs) {
+		t.Errorf("pooled mean %v, mean of all samples %v", m.Value, one.MeanUs)
 	}
 	// The pooled standard error uses the pooled stdev: check it against
 	// the stdev of all samples.
-	half := (m.hi - m.lo) / 2
+	half := (m.Hi - m.Lo) / 2
 	wantHalf := 1.959963985 * one.StdevUs / math.Sqrt(float64(len(all)))
 	if math.Abs(half-wantHalf) > 1e-6*wantHalf {
 		t.Errorf("mean's half interval %v, want %v", half, wantHalf)
@@ -236,8 +258,8 @@ func TestWithinRunInterval(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if math.Abs(m.value-tc.value) > tc.tl+1e-12 || math.Abs(m.lo-tc.lo) > tc.tl+1e-12 || math.Abs(m.hi-tc.hi) > tc.tl+1e-12 {
-			t.Errorf("%s: %v in [%v, %v], want %v in [%v, %v]", tc.metric, m.value, m.lo, m.hi, tc.value, tc.lo, tc.hi)
+		if math.Abs(m.Value-tc.value) > tc.tl+1e-12 || math.Abs(m.Lo-tc.lo) > tc.tl+1e-12 || math.Abs(m.Hi-tc.hi) > tc.tl+1e-12 {
+			t.Errorf("%s: %v in [%v, %v], want %v in [%v, %v]", tc.metric, m.Value, m.Lo, m.Hi, tc.value, tc.lo, tc.hi)
 		}
 	}
 }
@@ -484,6 +506,7 @@ func TestFormat(t *testing.T) {
 		want string
 	}{
 		{0.95, "95%"}, {1 - 8.0/252, "96.8%"}, {0.9, "90%"}, {0.995, "99.5%"},
+		{1 - 0.05/8, "99.38%"}, {1 - 0.05/64, "99.922%"}, {0.99999, "99.999%"}, {0.99, "99%"},
 	} {
 		if got := formatConfidence(tc.c); got != tc.want {
 			t.Errorf("formatConfidence(%v) = %q, want %q", tc.c, got, tc.want)
@@ -503,4 +526,97 @@ func TestEnvNotes(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("notes %q, want %q", got, want)
 	}
+}
+
+// TestFamily checks how a report holds its confidence over its
+// comparisons: the Bonferroni level over distinct questions (bw_avg and
+// msg_rate of one key are one), the family's noise taking over from a
+// metric whose runs happen to agree, and the runs' histograms setting a
+// floor when nothing else measures the noise.
+func TestFamily(t *testing.T) {
+	t.Run("bonferroni over distinct questions", func(t *testing.T) {
+		var b, c []*reports.Document
+		for i, o := range off5 {
+			b = append(b, doc("shm0", bwResult("write_bw", 64, 10*math.Exp(o), math.Exp(o)), bwResult("write_bw", 128, 20*math.Exp(o), 2*math.Exp(o))))
+			c = append(c, doc("shm0", bwResult("write_bw", 64, 9*math.Exp(off5[4-i]), 0.9*math.Exp(off5[4-i])), bwResult("write_bw", 128, 20*math.Exp(o), 2*math.Exp(o))))
+		}
+		rep, err := Compare(inputs("b", b...), inputs("c", c...), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := rep.Family
+		if f == nil || f.Tests != 2 || !approx(f.IntervalConfidence, 0.975) || f.Rule != "bonferroni" {
+			t.Fatalf("family %+v; want 2 tests at 97.5%%", f)
+		}
+		// 97.5% two-sided with 8 degrees of freedom: t = 2.751524.
+		lo, hi := tInterval(0.9, 2.751524, 0.01)
+		for _, cmp := range rep.Comparisons[:2] {
+			if iv := cmp.Interval; iv == nil || math.Abs(iv.LoPct-lo) > 1e-5 || math.Abs(iv.HiPct-hi) > 1e-5 || cmp.Verdict != Worse {
+				t.Errorf("%s %s: %s %+v, want worse in [%v, %v]", cmp.Key(), cmp.Metric, cmp.Verdict, cmp.Interval, lo, hi)
+			}
+		}
+		if !strings.Contains(rep.Comparisons[0].Reason, "(2 such intervals hold together at 95%)") {
+			t.Errorf("reason %q does not name the family", rep.Comparisons[0].Reason)
+		}
+	})
+
+	t.Run("the family's noise", func(t *testing.T) {
+		// Seven sizes whose runs vary by about 5%, and one (4096 B)
+		// whose runs agree to 0.01% and whose candidate is 8% faster. On
+		// its own runs that is better beyond doubt; against the noise of
+		// the same metric at the other sizes it is not shown.
+		sizes := []int64{8, 16, 32, 64, 128, 256, 512, 4096}
+		var b, c []*reports.Document
+		for i := range off5 {
+			var br, cr []reports.Result
+			for j, s := range sizes {
+				k, ratio := 5.0*(1+0.1*float64(j)), 1.0
+				if s == 4096 {
+					k, ratio = 0.01, 1.08
+				}
+				x := math.Exp(k * off5[i])
+				y := math.Exp(k * off5[(i+j)%5])
+				br = append(br, bwResult("write_bw", s, x, x))
+				cr = append(cr, bwResult("write_bw", s, ratio*y, ratio*y))
+			}
+			b, c = append(b, doc("shm0", br...)), append(c, doc("shm0", cr...))
+		}
+		rep, err := Compare(inputs("b", b...), inputs("c", c...), Options{Metrics: mustMetrics(t, "bw_avg")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := rep.Comparisons[len(rep.Comparisons)-1]
+		if last.Bytes != 4096 || last.Interval == nil || last.Interval.NoiseFrom != "family" || last.Verdict != Same || last.Interval.DF <= 8 {
+			t.Errorf("4096B: %s, %+v (%s); want same, from the family's noise with more than 8 degrees of freedom", last.Verdict, last.Interval, last.Reason)
+		}
+		for _, cmp := range rep.Comparisons[:len(sizes)-1] {
+			if cmp.Interval.NoiseFrom == "family" && cmp.Interval.HiPct-cmp.Interval.LoPct < 10 {
+				t.Errorf("%s: a narrow interval %+v from the family", cmp.Key(), cmp.Interval)
+			}
+		}
+	})
+
+	t.Run("the histograms' floor", func(t *testing.T) {
+		// Four runs per side with the same samples: the runs agree
+		// exactly, and only the histograms say how uncertain a median of
+		// 400 samples is.
+		s := spreadSamples(1, 400, 1000)
+		slow := make([]int64, len(s))
+		for i, v := range s {
+			slow[i] = v * 103 / 100
+		}
+		var b, c []*reports.Document
+		for range 4 {
+			b = append(b, doc("shm0", latencyResult(t, "write_lat", 2, 2, s)))
+			c = append(c, doc("shm0", latencyResult(t, "write_lat", 2, 2, slow)))
+		}
+		rep, err := Compare(inputs("b", b...), inputs("c", c...), Options{Metrics: mustMetrics(t, "p50")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmp := rep.Comparisons[0]
+		if iv := cmp.Interval; iv == nil || iv.NoiseFrom != "histograms" || !(iv.HiPct-iv.LoPct > 1) || iv.LoPct > 3 || iv.HiPct < 3 {
+			t.Errorf("interval %+v; want one around +3%% from the histograms", cmp.Interval)
+		}
+	})
 }

@@ -32,11 +32,18 @@ func formatThreshold(p float64) string {
 }
 
 // formatConfidence prints a confidence level as a whole percentage, or
-// with one decimal when that is needed: "95%", "96.8%", "99.5%".
+// with one decimal when that is needed: "95%", "96.8%", "99.5%"; above
+// 99%, with two significant digits of what it lacks to 100%: "99.38%",
+// "99.922%".
 func formatConfidence(c float64) string {
 	p := 100 * c
-	if r := math.Round(p); math.Abs(p-r) < 0.05 {
+	if r := math.Round(p); math.Abs(p-r) < 0.05 && !(p > 99 && r == 100) {
 		return fmt.Sprintf("%.0f%%", r)
+	}
+	if p > 99 && p < 100 {
+		decimals := 1 - int(math.Floor(math.Log10(100-p)))
+		s := strings.TrimRight(strconv.FormatFloat(p, 'f', decimals, 64), "0")
+		return strings.TrimSuffix(s, ".") + "%"
 	}
 	return fmt.Sprintf("%.1f%%", p)
 }

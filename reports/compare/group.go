@@ -86,47 +86,56 @@ func (g *group) files() string {
 	return strings.Join(fs, ", ")
 }
 
-// measure is one side's view of one metric for one key.
-type measure struct {
-	// values holds each run's figure.
-	values []float64
-	// value is the side's figure: for latency, from every sample of every
+// Runs is one side's figures of one metric of one key: what [Judge]
+// compares.
+type Runs struct {
+	// Values holds each run's figure, in input order.
+	Values []float64
+	// Spreads holds each run's own uncertainty: the standard deviation of
+	// the natural logarithm of its figure, from its histogram (half the
+	// log distance between the order statistics one standard deviation of
+	// the rank either side of a percentile; the standard error of the
+	// mean over the mean); nil for bandwidth, whose records are single
+	// numbers.
+	Spreads []float64
+	// Value is the side's figure: for latency, from every sample of every
 	// run (the merged histogram, or the pooled mean); for bandwidth, the
 	// median of the runs.
-	value float64
-	// lo and hi bound value by the within-run noise of the pooled samples
-	// (latency only; hasWithin says they are set).
-	lo, hi    float64
-	hasWithin bool
-	// samples is the number of latency samples behind value.
-	samples int64
+	Value float64
+	// Lo and Hi bound Value by the within-run noise of the pooled samples
+	// (latency only; Within says they are set).
+	Lo, Hi float64
+	Within bool
+	// Samples is the number of latency samples behind Value.
+	Samples int64
 }
 
 // measure computes metric m over the group's runs; conf is the confidence
-// of the within-run interval.
-func (g *group) measure(m Metric, conf float64) (measure, error) {
+// of the within-run intervals.
+func (g *group) measure(m Metric, conf float64) (Runs, error) {
 	if !g.latency {
-		var out measure
+		var out Runs
 		for _, r := range g.runs {
 			v := r.res.BWAvgGbps
 			if m.Name == "msg_rate" {
 				v = r.res.MsgRateMpps
 			}
-			out.values = append(out.values, v)
+			out.Values = append(out.Values, v)
 		}
-		out.value = stats.Median(out.values)
+		out.Value = stats.Median(out.Values)
 		return out, nil
 	}
 	if err := g.decode(); err != nil {
-		return measure{}, err
+		return Runs{}, err
 	}
-	out := measure{samples: g.merged.TotalCount(), hasWithin: true}
+	out := Runs{Samples: g.merged.TotalCount(), Within: true}
 	q := 1000 * float64(g.rtt())
 	z := stats.NormalQuantile((1 + conf) / 2)
 	if m.Percentile == 0 { // the mean, exact: from each run's exact mean and stdev
 		var n, sum float64
 		for _, r := range g.runs {
-			out.values = append(out.values, r.res.MeanUs)
+			out.Values = append(out.Values, r.res.MeanUs)
+			out.Spreads = append(out.Spreads, logSpread(r.res.StdevUs/math.Sqrt(float64(max(r.res.Samples, 1))), r.res.MeanUs))
 			n += float64(r.res.Samples)
 			sum += r.res.MeanUs * float64(r.res.Samples)
 		}
@@ -137,23 +146,53 @@ func (g *group) measure(m Metric, conf float64) (measure, error) {
 			ss += float64(r.res.Samples) * (r.res.StdevUs*r.res.StdevUs + d*d)
 		}
 		half := z * math.Sqrt(ss/n) / math.Sqrt(n)
-		out.value, out.lo, out.hi = mean, mean-half, mean+half
-		out.samples = int64(n)
+		out.Value, out.Lo, out.Hi = mean, mean-half, mean+half
+		out.Samples = int64(n)
 		return out, nil
 	}
 	p := []float64{m.Percentile}
 	key := reports.PercentileKey(m.Percentile)
 	for i, h := range g.hists {
-		out.values = append(out.values, reports.PercentilesUs(h, p, g.rtt(), g.runs[i].res.Latency.MaxNs())[key])
-	}
-	out.value = reports.PercentilesUs(g.merged, p, g.rtt(), g.maxNs)[key]
-	out.lo, out.hi = out.value, out.value
-	if n := g.merged.TotalCount(); m.Percentile < 100 && n > 0 {
-		lo, hi := stats.QuantileRanks(n, m.Percentile/100, conf)
-		at := func(rank int64) float64 {
-			return float64(min(g.merged.ValueAtPercentile(100*float64(rank)/float64(n)), g.maxNs)) / q
+		maxNs := g.runs[i].res.Latency.MaxNs()
+		v := reports.PercentilesUs(h, p, g.rtt(), maxNs)[key]
+		out.Values = append(out.Values, v)
+		spread := 0.0 // the order statistics one standard deviation either side
+		if lo, hi, ok := rankInterval(h, maxNs, m.Percentile, oneSigma); ok && lo > 0 {
+			spread = math.Log(float64(hi)/float64(lo)) / 2
 		}
-		out.lo, out.hi = min(at(lo), out.value), max(at(hi), out.value)
+		out.Spreads = append(out.Spreads, spread)
+	}
+	out.Value = reports.PercentilesUs(g.merged, p, g.rtt(), g.maxNs)[key]
+	out.Lo, out.Hi = out.Value, out.Value
+	if lo, hi, ok := rankInterval(g.merged, g.maxNs, m.Percentile, conf); ok {
+		out.Lo, out.Hi = min(float64(lo)/q, out.Value), max(float64(hi)/q, out.Value)
 	}
 	return out, nil
+}
+
+// oneSigma is the confidence of ±1 standard deviation of a normal
+// distribution: the order statistics at that confidence are one standard
+// deviation of the rank either side of a percentile.
+const oneSigma = 0.6826894921370859
+
+// rankInterval returns the values (ns) of the order statistics around
+// percentile pct of histogram h at confidence conf ([stats.QuantileRanks]),
+// capped at maxNs; ok is false for p100 or an empty histogram.
+func rankInterval(h *hdr.Histogram, maxNs int64, pct, conf float64) (lo, hi int64, ok bool) {
+	n := h.TotalCount()
+	if pct >= 100 || n <= 0 {
+		return 0, 0, false
+	}
+	rlo, rhi := stats.QuantileRanks(n, pct/100, conf)
+	at := func(rank int64) int64 { return min(h.ValueAtPercentile(100*float64(rank)/float64(n)), maxNs) }
+	return at(rlo), at(rhi), true
+}
+
+// logSpread is the standard deviation of ln(x) for an estimate x with
+// standard error se: se/x by the delta method; 0 when x is not positive.
+func logSpread(se, x float64) float64 {
+	if !(x > 0) || math.IsNaN(se) {
+		return 0
+	}
+	return se / x
 }

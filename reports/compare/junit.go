@@ -74,6 +74,12 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 			{"confidence", formatConfidence(r.Confidence)},
 		},
 	}
+	if f := r.Family; f != nil {
+		suite.Props = append(suite.Props,
+			junitProp{"family_rule", f.Rule},
+			junitProp{"family_tests", fmt.Sprint(f.Tests)},
+			junitProp{"interval_confidence", formatConfidence(f.IntervalConfidence)})
+	}
 	for i := range r.Comparisons {
 		c := &r.Comparisons[i]
 		tc := junitCase{Name: c.Metric, Classname: c.Key().String()}
@@ -88,7 +94,7 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 			tc.Failure = &junitFailure{Type: "regression", Message: fmt.Sprintf("%s %s regressed (%s): %s", c.Key(), c.Metric, verdictText(c), numbers), Text: detail}
 		case c.Verdict == Unsure:
 			suite.Skipped++
-			tc.Skipped = &junitSkipped{Message: fmt.Sprintf("%s %s %s: too few runs to tell: %s", c.Key(), c.Metric, verdictText(c), numbers)}
+			tc.Skipped = &junitSkipped{Message: fmt.Sprintf("%s %s %s: not shown to reach the threshold: %s", c.Key(), c.Metric, verdictText(c), numbers)}
 			tc.SystemOut = &junitText{detail}
 		default:
 			tc.SystemOut = &junitText{detail}

@@ -52,7 +52,7 @@ func (r *Report) summaryLine() string {
 	s := r.Summary
 	line := fmt.Sprintf("%s compared: %d worse, %d better, %d same", plural(len(r.Comparisons), "metric"), s.Worse, s.Better, s.Same)
 	if s.Unsure > 0 {
-		line += fmt.Sprintf(", %d unsure (too few runs to tell)", s.Unsure)
+		line += fmt.Sprintf(", %d unsure (not shown to reach the threshold)", s.Unsure)
 	}
 	if s.NA > 0 {
 		line += fmt.Sprintf(", %d without a verdict", s.NA)
@@ -69,12 +69,26 @@ func (r *Report) summaryLine() string {
 
 // settings names the inputs and the settings, one line each.
 func (r *Report) settings() []string {
-	return []string{
+	out := []string{
 		fmt.Sprintf("baseline: %s (%s)", plural(len(r.Baseline), "document"), fileNames(r.Baseline)),
 		fmt.Sprintf("candidate: %s (%s)", plural(len(r.Candidate), "document"), fileNames(r.Candidate)),
 		fmt.Sprintf("threshold %s, confidence %s; lower latency, higher bandwidth and message rate are better",
 			formatThreshold(r.ThresholdPct), formatConfidence(r.Confidence)),
 	}
+	if f := r.Family; f != nil {
+		out = append(out, r.familyLine())
+	}
+	return out
+}
+
+// familyLine says how the confidence holds for the whole report.
+func (r *Report) familyLine() string {
+	f := r.Family
+	if f.Tests == 1 {
+		return fmt.Sprintf("one comparison from repeated runs, its interval at %s", formatConfidence(f.IntervalConfidence))
+	}
+	return fmt.Sprintf("%d comparisons from repeated runs, each interval at %s so that all hold together at %s (Bonferroni): a report of no change shows a false regression at most %s of the time",
+		f.Tests, formatConfidence(f.IntervalConfidence), formatConfidence(f.Confidence), formatConfidence(1-f.Confidence))
 }
 
 // findings lists the verdicts other than same, with their reasons.
@@ -106,7 +120,7 @@ func (r *Report) notes() []string {
 // legend explains the noise bases that appear in the report.
 func (r *Report) legend() []string {
 	text := map[Noise]string{
-		NoiseRuns:      "runs: Hodges-Lehmann interval of the change between the sides' runs (exact Mann-Whitney ranks), at the confidence shown",
+		NoiseRuns:      "runs: t interval of the change between the sides' runs, on a log scale, at the confidence shown; each metric's noise is the largest of its own runs', its family's (the same metric of the test at the other sizes) and its runs' histograms'; worse or better only when the whole interval lies beyond the threshold",
 		NoiseRange:     "range: too few runs for the confidence asked; each side spans all its runs (and, for latency, its histogram's interval); the confidence shown is the most these runs can give; sides apart are unsure, not worse",
 		NoiseHistogram: "histogram: one latency run per side; each side's interval is its histogram's (order statistics, or the mean's standard error): noise within a run, not between runs; sides apart are unsure, not worse",
 		NoiseNone:      "none: one bandwidth run per side; nothing measures the noise; a change beyond the threshold is unsure",

@@ -28,6 +28,9 @@ type Report struct {
 	// Baseline and Candidate describe the documents of each side.
 	Baseline  []File `json:"baseline"`
 	Candidate []File `json:"candidate"`
+	// Family says how the confidence holds over all the comparisons
+	// judged from repeated runs; nil when there are none.
+	Family *Family `json:"family,omitempty"`
 	// Summary counts the verdicts.
 	Summary     Summary      `json:"summary"`
 	Comparisons []Comparison `json:"comparisons"`
@@ -61,21 +64,22 @@ type Summary struct {
 	Failures int `json:"failures"`
 }
 
-func newReport(baseline, candidate []Input, opts Options) *Report {
+func newReport(opts Options) *Report {
 	r := &Report{
 		Schema:        Schema,
 		ThresholdPct:  opts.ThresholdPct,
 		Confidence:    opts.Confidence,
 		FailUnsure:    opts.FailUnsure,
+		Baseline:      []File{},
+		Candidate:     []File{},
 		Comparisons:   []Comparison{},
 		OnlyBaseline:  []string{},
 		OnlyCandidate: []string{},
-		Notes:         envNotes(baseline, candidate),
+		Notes:         []string{},
 	}
 	for _, m := range opts.Metrics {
 		r.Metrics = append(r.Metrics, m.Name)
 	}
-	r.Baseline, r.Candidate = files(baseline), files(candidate)
 	return r
 }
 

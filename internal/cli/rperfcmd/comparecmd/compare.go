@@ -47,17 +47,20 @@ verdict: better, worse, or same (below the threshold, or within noise).
 Repetitions make the verdict trustworthy. Several records of one test and size
 on a side, in one document or in several (--baseline and --candidate repeat,
 and take glob patterns), are runs of one measurement: latency histograms are
-merged exactly, and the noise is measured between the runs with a rank
-interval (Hodges-Lehmann, exact Mann-Whitney). A 95% interval needs 4 runs per
-side. With fewer, the report says so and falls back to the runs' ranges and,
-for latency, to each histogram's own spread; a single bandwidth run per side
-has no noise estimate and the threshold alone decides.
+merged exactly, and the noise is measured between the runs. Give 4 runs per
+side or more, interleaved (rperf suite runs them so).
 
-A change is better or worse only when it reaches --threshold and its rank
-interval from enough runs excludes no change. With too few runs a change that
-passes the threshold is "unsure": one run per side cannot tell a change from
-run-to-run noise (two identical runs can differ by 30% at p99). Lower latency,
-higher bandwidth and message rate are better.
+The verdict holds for the report as a whole: every comparison's interval is
+wide enough that all of them hold together at --confidence (Bonferroni), so a
+report of no change fails at most 5% of the time however many metrics it has.
+A change is worse or better only when its whole interval lies beyond
+--threshold; a change not shown to reach it is "unsure" and does not fail.
+Each metric's noise is the largest of its own runs', the same metric's at the
+other sizes, and its runs' histograms'. With fewer than 4 runs per side a
+change past the threshold is at most unsure: one run per side cannot tell a
+change from run-to-run noise (two identical runs can differ by 30% at p99).
+Lower latency, higher bandwidth and message rate are better. The method and
+its calibration on real runs: docs/compare.md.
 
 Exit codes: 0 no metric regressed, 3 a metric got worse (or, with
 --fail-unsure, is unsure in the worse direction), 1 an input could not be read
@@ -84,8 +87,8 @@ Examples:
 	f.StringArrayVar(&o.Baseline, "baseline", nil, "a baseline document or glob pattern (repeat for repetitions)")
 	f.StringArrayVar(&o.Candidate, "candidate", nil, "a candidate document or glob pattern (repeat for repetitions)")
 	f.Var((*percent)(&o.ThresholdPct), "threshold", "the smallest relative change called better or worse, in percent (5 or 5%)")
-	f.Float64Var(&o.Confidence, "confidence", o.Confidence, "confidence level of the noise intervals")
-	f.BoolVar(&o.FailUnsure, "fail-unsure", false, "also exit 3 when a change in the worse direction passes the threshold but there are too few runs to tell it from noise")
+	f.Float64Var(&o.Confidence, "confidence", o.Confidence, "confidence of the report as a whole: all its intervals hold together at this level")
+	f.BoolVar(&o.FailUnsure, "fail-unsure", false, "also exit 3 on a change in the worse direction not shown to reach the threshold (too few runs, or an interval across it)")
 	f.StringSliceVar(&o.Metrics, "metrics", compare.DefaultMetrics, "metrics to compare: pNN (any latency percentile), mean, bw_avg, msg_rate")
 	f.StringVar(&o.Markdown, "markdown", "", "also write the comparison as Markdown to `FILE` (- for stdout)")
 	f.StringVar(&o.JUnit, "junit", "", "also write JUnit XML to `FILE`, a regression being a failing testcase (- for stdout)")
