@@ -3,9 +3,12 @@ package reports
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +32,18 @@ type Env struct {
 	CPUModel string `json:"cpu_model"`
 	// CPUs is the number of logical CPUs usable by the process.
 	CPUs int `json:"cpus"`
+	// CPUGovernor is the cpufreq scaling governor of the online CPUs
+	// ("performance", "powersave", ...; several, comma-separated, when
+	// they differ), "none" when the kernel scales no frequency here (no
+	// cpufreq, as in most virtual machines). Empty in documents of
+	// earlier rperf versions.
+	CPUGovernor string `json:"cpu_governor,omitempty"`
+	// SMT is the kernel's simultaneous multithreading control: "on",
+	// "off", "forceoff", "notsupported" or "notimplemented".
+	SMT string `json:"smt,omitempty"`
+	// IsolatedCPUs is the kernel's isolated CPU list (isolcpus=), e.g.
+	// "2-3", or "none".
+	IsolatedCPUs string `json:"isolated_cpus,omitempty"`
 	// GoVersion is the Go toolchain that built rperf.
 	GoVersion string `json:"go_version"`
 	// RperfVersion is rperf's module version, or "devel" plus the VCS
@@ -70,7 +85,8 @@ type System struct {
 const unknown = "unknown"
 
 // GatherEnv returns the machine part of an Env: time, host, OS, kernel, CPU
-// model and count, Go and rperf versions, and the measured clock. Facts it
+// model, count, frequency governor, SMT and isolated CPUs, Go and rperf
+// versions, and the measured clock. Facts it
 // cannot read are "unknown" rather than errors: a missing /proc must not
 // stop a report. The clock measured is [clock.Measure], the default source;
 // a run that stamps with the TSC sets System.Clock to its TSC's Measure.
@@ -118,6 +134,7 @@ func GatherEnv(sys System) Env {
 			env.CPUModel = m
 		}
 	}
+	env.CPUGovernor, env.SMT, env.IsolatedCPUs = cpuSettings(sys.ReadFile)
 	if bi, ok := sys.BuildInfo(); ok {
 		if bi.GoVersion != "" {
 			env.GoVersion = bi.GoVersion
@@ -125,6 +142,64 @@ func GatherEnv(sys System) Env {
 		env.RperfVersion = moduleVersion(bi)
 	}
 	return env
+}
+
+// sysCPU is where Linux shows the CPUs' settings.
+const sysCPU = "/sys/devices/system/cpu/"
+
+// cpuSettings reads the CPU facts that change latency without changing
+// the code: the frequency governor of every online CPU, the SMT control,
+// and the isolated CPUs. A fact the kernel does not show is "unknown".
+func cpuSettings(read func(string) ([]byte, error)) (governor, smt, isolated string) {
+	text := func(name string) (string, bool) {
+		b, err := read(sysCPU + name)
+		return strings.TrimSpace(string(b)), err == nil
+	}
+	governor, smt, isolated = unknown, unknown, unknown
+	if online, ok := text("online"); ok {
+		var govs []string
+		for _, cpu := range cpuList(online) {
+			if g, ok := text(fmt.Sprintf("cpu%d/cpufreq/scaling_governor", cpu)); ok && g != "" && !slices.Contains(govs, g) {
+				govs = append(govs, g)
+			}
+		}
+		slices.Sort(govs)
+		governor = strings.Join(govs, ",")
+		if governor == "" {
+			governor = "none"
+		}
+	}
+	if v, ok := text("smt/control"); ok && v != "" {
+		smt = v
+	}
+	if v, ok := text("isolated"); ok {
+		isolated = v
+		if v == "" {
+			isolated = "none"
+		}
+	}
+	return governor, smt, isolated
+}
+
+// cpuList expands a kernel CPU list ("0-3,8,10-11") into CPU numbers;
+// malformed parts are skipped.
+func cpuList(s string) []int {
+	var out []int
+	for part := range strings.SplitSeq(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := a, error(nil)
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || a < 0 || b < a || b-a > 1<<16 {
+			continue
+		}
+		for c := a; c <= b; c++ {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // cpuModel returns the CPU model from /proc/cpuinfo text: x86's "model

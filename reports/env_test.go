@@ -4,6 +4,7 @@ import (
 	"errors"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"testing"
 	"time"
 
@@ -33,13 +34,19 @@ func fixedSystem(files map[string]string) System {
 
 func TestGatherEnv(t *testing.T) {
 	sys := fixedSystem(map[string]string{
-		"/proc/sys/kernel/osrelease": "6.18.44-fc-v769\n",
-		"/proc/cpuinfo":              "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Processor\n\nprocessor\t: 1\nmodel name\t: Intel(R) Xeon(R) Processor\n",
+		"/proc/sys/kernel/osrelease":                            "6.18.44-fc-v769\n",
+		"/proc/cpuinfo":                                         "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Processor\n\nprocessor\t: 1\nmodel name\t: Intel(R) Xeon(R) Processor\n",
+		"/sys/devices/system/cpu/online":                        "0-1\n",
+		"/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor": "performance\n",
+		"/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor": "performance\n",
+		"/sys/devices/system/cpu/smt/control":                   "off\n",
+		"/sys/devices/system/cpu/isolated":                      "1\n",
 	})
 	got := GatherEnv(sys)
 	want := Env{
 		Time: "2026-03-04T04:06:07Z", Host: "node01", OS: runtime.GOOS, Arch: runtime.GOARCH,
 		Kernel: "6.18.44-fc-v769", CPUModel: "Intel(R) Xeon(R) Processor", CPUs: 2,
+		CPUGovernor: "performance", SMT: "off", IsolatedCPUs: "1",
 		GoVersion: "go1.26.8", RperfVersion: "devel-0123456789ab-dirty",
 		Clock: clock.Info{Name: clock.Name, ResolutionNs: 20, CostNs: 21.5},
 	}
@@ -97,5 +104,35 @@ func TestModuleVersion(t *testing.T) {
 		if got := moduleVersion(&tt.bi); got != tt.want {
 			t.Errorf("moduleVersion(%+v) = %q, want %q", tt.bi.Main, got, tt.want)
 		}
+	}
+}
+
+// TestCPUSettings reads the governors of the online CPUs only, names
+// several when they differ, and says what the kernel does not show.
+func TestCPUSettings(t *testing.T) {
+	const dir = "/sys/devices/system/cpu/"
+	for _, tc := range []struct {
+		name                    string
+		files                   map[string]string
+		governor, smt, isolated string
+	}{
+		{"virtual machine", map[string]string{dir + "online": "0-1", dir + "smt/control": "notsupported", dir + "isolated": "\n"},
+			"none", "notsupported", "none"},
+		{"mixed governors, offline CPU ignored", map[string]string{dir + "online": "0,2-3",
+			dir + "cpu0/cpufreq/scaling_governor": "powersave", dir + "cpu1/cpufreq/scaling_governor": "userspace",
+			dir + "cpu2/cpufreq/scaling_governor": "performance", dir + "cpu3/cpufreq/scaling_governor": "powersave",
+			dir + "smt/control": "on", dir + "isolated": "2-3"},
+			"performance,powersave", "on", "2-3"},
+		{"no sysfs", nil, "unknown", "unknown", "unknown"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := GatherEnv(fixedSystem(tc.files))
+			if env.CPUGovernor != tc.governor || env.SMT != tc.smt || env.IsolatedCPUs != tc.isolated {
+				t.Errorf("governor %q, smt %q, isolated %q; want %q, %q, %q", env.CPUGovernor, env.SMT, env.IsolatedCPUs, tc.governor, tc.smt, tc.isolated)
+			}
+		})
+	}
+	if got := cpuList("0-2, 5,x,7-6,9"); !slices.Equal(got, []int{0, 1, 2, 5, 9}) {
+		t.Errorf("cpuList = %v", got)
 	}
 }

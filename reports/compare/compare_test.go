@@ -526,6 +526,21 @@ func TestEnvNotes(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("notes %q, want %q", got, want)
 	}
+
+	// CPU settings: a governor that differs on one of the candidate's
+	// runs is named; SMT, recorded by one side only (an older rperf on
+	// the other), is not compared.
+	b1, b2, c1, c2 := doc("shm0"), doc("shm0"), doc("shm0"), doc("shm0")
+	for _, d := range []*reports.Document{b1, b2, c1, c2} {
+		d.Env.CPUGovernor, d.Env.IsolatedCPUs = "performance", "none"
+	}
+	c2.Env.CPUGovernor = "powersave"
+	b1.Env.SMT, b2.Env.SMT, c1.Env.SMT = "off", "off", "on"
+	got = envNotes(inputs("b", b1, b2), inputs("c", c1, c2))
+	want = []string{"cpu_governor differs: baseline performance, candidate performance, powersave"}
+	if !slices.Equal(got, want) {
+		t.Errorf("notes %q, want %q", got, want)
+	}
 }
 
 // TestFamily checks how a report holds its confidence over its

@@ -149,34 +149,50 @@ type envField struct {
 	get  func(reports.Env) string
 }
 
+// envFields are the facts that move latency and bandwidth without any
+// change to the code: where it ran, on what CPU settings, kernel and
+// toolchain, over which device and path, with which clock. The rperf
+// version is left out: it is what a comparison usually compares.
 var envFields = []envField{
 	{"host", func(e reports.Env) string { return e.Host }},
+	{"cpu_model", func(e reports.Env) string { return e.CPUModel }},
 	{"cpus", func(e reports.Env) string { return strconv.Itoa(e.CPUs) }},
+	{"cpu_governor", func(e reports.Env) string { return e.CPUGovernor }},
+	{"smt", func(e reports.Env) string { return e.SMT }},
+	{"isolated_cpus", func(e reports.Env) string { return e.IsolatedCPUs }},
 	{"kernel", func(e reports.Env) string { return e.Kernel }},
+	{"go_version", func(e reports.Env) string { return e.GoVersion }},
 	{"provider", func(e reports.Env) string { return e.Provider }},
 	{"fabric", func(e reports.Env) string { return e.Fabric }},
 	{"device", func(e reports.Env) string { return e.Device }},
 	{"mtu", func(e reports.Env) string { return strconv.Itoa(e.MTU) }},
 	{"send_path", func(e reports.Env) string { return e.SendPath }},
+	{"clock", func(e reports.Env) string { return e.Clock.Name }},
 }
 
 // envNotes names the environment facts whose values differ between the
-// two sides.
+// two sides. A fact some document does not record (written by an rperf
+// that did not gather it) is not compared.
 func envNotes(baseline, candidate []Input) []string {
 	notes := []string{}
-	values := func(inputs []Input, f envField) []string {
+	values := func(inputs []Input, f envField) ([]string, bool) {
 		var vs []string
 		for _, in := range inputs {
-			if v := f.get(in.Doc.Env); !slices.Contains(vs, v) {
+			v := f.get(in.Doc.Env)
+			if v == "" {
+				return nil, false
+			}
+			if !slices.Contains(vs, v) {
 				vs = append(vs, v)
 			}
 		}
 		slices.Sort(vs)
-		return vs
+		return vs, true
 	}
 	for _, f := range envFields {
-		b, c := values(baseline, f), values(candidate, f)
-		if !slices.Equal(b, c) {
+		b, ok1 := values(baseline, f)
+		c, ok2 := values(candidate, f)
+		if ok1 && ok2 && !slices.Equal(b, c) {
 			notes = append(notes, fmt.Sprintf("%s differs: baseline %s, candidate %s", f.name, strings.Join(b, ", "), strings.Join(c, ", ")))
 		}
 	}

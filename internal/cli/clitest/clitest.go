@@ -18,6 +18,7 @@ func Run(root string, sub *cobra.Command, args ...string) (code int, stdout, std
 	r.AddCommand(sub)
 	var out, errb bytes.Buffer
 	r.SetOut(&out)
+	r.SetErr(&errb) // what the command itself writes to stderr, before cli.Main's error line
 	code = cli.Main(r, append([]string{sub.Name()}, args...), &errb)
 	return code, out.String(), errb.String()
 }

@@ -80,7 +80,7 @@ Examples:
 			if run != nil {
 				return run(o)
 			}
-			return Run(o, cmd.OutOrStdout())
+			return Run(o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -140,10 +140,11 @@ func (o *Options) complete(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// Run compares, writes every output asked for, and returns an
+// Run compares, writes every output asked for, warns on stderr when the
+// sides' environments differ in what moves the figures, and returns an
 // *cli.ExitError with [cli.ExitRegression] when a metric regressed
 // ([compare.Report.Failures]).
-func Run(o *Options, stdout io.Writer) error {
+func Run(o *Options, stdout, stderr io.Writer) error {
 	metrics, err := compare.ParseMetrics(o.Metrics)
 	if err != nil {
 		return &cli.UsageError{Err: fmt.Errorf("--metrics: %w", err)}
@@ -159,6 +160,9 @@ func Run(o *Options, stdout io.Writer) error {
 	rep, err := compare.Compare(base, cand, compare.Options{Metrics: metrics, ThresholdPct: o.ThresholdPct, Confidence: o.Confidence, FailUnsure: o.FailUnsure})
 	if err != nil {
 		return err
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(stderr, "rperf: warning: the sides' environments differ: %s; the comparison measures that too\n", n)
 	}
 	outputs := []struct {
 		name  string

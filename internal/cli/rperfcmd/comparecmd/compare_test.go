@@ -123,6 +123,14 @@ func TestRun(t *testing.T) {
 	if err := os.WriteFile(p("future.json"), []byte(`{"schema": "rperf/v2"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	udp, err := reports.ReadFile(p("same.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	udp.Env.Device, udp.Env.CPUGovernor = "udp_lo", "powersave"
+	if err := udp.WriteFile(p("udp.json")); err != nil {
+		t.Fatal(err)
+	}
 	other := reports.NewDocument(reports.Env{})
 	other.Results = []reports.Result{{Test: "send_bw", Bytes: 65536, Bandwidth: &reports.Bandwidth{BWAvgGbps: 1}}}
 	if err := other.WriteFile(p("bw.json")); err != nil {
@@ -148,6 +156,9 @@ func TestRun(t *testing.T) {
 			stdout: []string{"threshold 40%", "0 worse, 0 better, 4 same."}},
 		{name: "repetitions by glob", args: []string{"--baseline", p("rb-*.json"), "--candidate", p("rc-*.json"), "--metrics", "p50"}, code: cli.ExitRegression,
 			stdout: []string{"4v4 runs, 95%", "worse"}, stderr: "1 of 1 metrics regressed"},
+		{name: "environments differ", args: []string{p("base.json"), p("udp.json")}, code: 0,
+			stdout: []string{"notes:", "device differs: baseline shm0, candidate udp_lo"},
+			stderr: "rperf: warning: the sides' environments differ: device differs: baseline shm0, candidate udp_lo; the comparison measures that too\n"},
 		{name: "json to stdout replaces the table", args: []string{p("base.json"), p("same.json"), "--json", "-"}, code: 0,
 			stdout: []string{`"schema": "rperf-compare/v1"`}, notInOut: "metrics compared"},
 		{name: "missing file", args: []string{p("base.json"), p("nope.json")}, code: cli.ExitFailure,
