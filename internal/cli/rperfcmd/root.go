@@ -19,6 +19,7 @@ import (
 
 	"github.com/rperf/rperf/internal/cli/rperfcmd/comparecmd"
 	"github.com/rperf/rperf/internal/cli/rperfcmd/plotcmd"
+	"github.com/rperf/rperf/internal/cli/rperfcmd/suitecmd"
 
 	// The providers rperf can use: the built-in engine (device shm0) and
 	// kernel RDMA devices (openable when built with -tags ibverbs).
@@ -61,6 +62,7 @@ peers started with different ones), 3 rperf compare found a regression,
 	}
 	root.AddCommand(newPathsCommand(), newDMLatCommand(), newPacingCommand())
 	root.AddCommand(comparecmd.New(nil), plotcmd.New(nil))
+	root.AddCommand(suitecmd.New(nil))
 	return root
 }
 
