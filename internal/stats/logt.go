@@ -54,19 +54,27 @@ func PooledVariance(x, y []float64) (variance, df float64) {
 // x > 0: the Hurwitz zeta function ζ(2, x).
 func Trigamma(x float64) float64 { return mathext.Zeta(2, x) }
 
-// inverseTrigamma returns x > 0 with ψ′(x) = y, for y > 0; ψ′ falls
-// from +∞ to 0 over (0, ∞), so bisection on log x finds it.
+// inverseTrigamma returns x > 0 with ψ′(x) = y, for y > 0, by Newton's
+// method on 1/ψ′ from x = 1/2 + 1/y, which converges monotonically (the
+// algorithm of limma's trigammaInverse), with the asymptotes at the
+// extremes: ψ′(x) ≈ 1/x² for small x (large y), 1/x for large x.
 func inverseTrigamma(y float64) float64 {
-	lo, hi := 1e-8, 1e8
-	for range 200 {
-		mid := math.Sqrt(lo * hi)
-		if Trigamma(mid) > y {
-			lo = mid
-		} else {
-			hi = mid
+	switch {
+	case y > 1e7:
+		return 1 / math.Sqrt(y)
+	case y < 1e-6:
+		return 1 / y
+	}
+	x := 0.5 + 1/y
+	for range 50 {
+		tri := Trigamma(x)
+		step := tri * (1 - tri/y) / (-2 * mathext.Zeta(3, x)) // ψ″(x) = −2ζ(3, x)
+		x += step
+		if -step/x < 1e-10 {
+			break
 		}
 	}
-	return math.Sqrt(lo * hi)
+	return x
 }
 
 // VariancePrior is a scaled inverse chi-square prior for the variances of
@@ -92,9 +100,10 @@ type VariancePrior struct {
 // and are left out. ok is false with fewer than three positive estimates.
 func FitVariancePrior(s2 []float64, df float64) (p VariancePrior, ok bool) {
 	var e []float64
+	shift := math.Log(df/2) - mathext.Digamma(df/2)
 	for _, v := range s2 {
 		if v > 0 && !math.IsInf(v, 1) {
-			e = append(e, math.Log(v)-mathext.Digamma(df/2)+math.Log(df/2))
+			e = append(e, math.Log(v)+shift)
 		}
 	}
 	if len(e) < 3 || !(df > 0) {

@@ -157,6 +157,9 @@ type Comparison struct {
 	Verdict  Verdict   `json:"verdict"`
 	// Reason explains the verdict in one sentence.
 	Reason string `json:"reason"`
+	// Plot is the picture of this comparison's runs, when rperf compare
+	// drew one (--plots: every comparison it flags).
+	Plot string `json:"plot,omitempty"`
 }
 
 // Key returns the comparison's key.
@@ -203,59 +206,9 @@ func Compare(baseline, candidate []Input, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, err := newSide("baseline", baseline)
+	ms, onlyBase, onlyCand, err := measure(baseline, candidate, opts)
 	if err != nil {
 		return nil, err
-	}
-	cand, err := newSide("candidate", candidate)
-	if err != nil {
-		return nil, err
-	}
-	var ms []Measured
-	var onlyBase, onlyCand []string
-	matched := 0
-	for _, k := range base.keys {
-		bg, cg := base.groups[k], cand.groups[k]
-		if cg == nil {
-			onlyBase = append(onlyBase, k.String())
-			continue
-		}
-		matched++
-		if bg.latency != cg.latency {
-			return nil, fmt.Errorf("%s: a %s record in the baseline, a %s record in the candidate", k, kindName(bg.latency), kindName(cg.latency))
-		}
-		if bg.latency && bg.rtt() != cg.rtt() {
-			return nil, fmt.Errorf("%s: rtt_factor %d in the baseline but %d in the candidate: not the same measurement", k, bg.rtt(), cg.rtt())
-		}
-		for _, m := range opts.Metrics {
-			if m.Latency != bg.latency {
-				continue
-			}
-			b, err := bg.measure(m, opts.Confidence)
-			if err != nil {
-				return nil, fmt.Errorf("baseline: %w", err)
-			}
-			c, err := cg.measure(m, opts.Confidence)
-			if err != nil {
-				return nil, fmt.Errorf("candidate: %w", err)
-			}
-			ms = append(ms, Measured{Key: k, Metric: m, Baseline: b, Candidate: c})
-		}
-	}
-	for _, k := range cand.keys {
-		if base.groups[k] == nil {
-			onlyCand = append(onlyCand, k.String())
-		}
-	}
-	if matched == 0 {
-		return nil, &NoMatchError{Baseline: base.keys, Candidate: cand.keys}
-	}
-	if len(ms) == 0 {
-		names := make([]string, len(opts.Metrics))
-		for i, m := range opts.Metrics {
-			names[i] = m.Name
-		}
-		return nil, fmt.Errorf("%w (metrics %s)", errNoMetric, strings.Join(names, ","))
 	}
 	rep, err := Judge(ms, opts)
 	if err != nil {
@@ -266,6 +219,75 @@ func Compare(baseline, candidate []Input, opts Options) (*Report, error) {
 	rep.OnlyCandidate = append(rep.OnlyCandidate, onlyCand...)
 	rep.Notes = envNotes(baseline, candidate)
 	return rep, nil
+}
+
+// Measure measures what [Compare] would judge: every metric of every key
+// on both sides. [Judge] of its result is Compare's verdicts.
+func Measure(baseline, candidate []Input, opts Options) ([]Measured, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ms, _, _, err := measure(baseline, candidate, opts)
+	return ms, err
+}
+
+// measure groups both sides by key and measures every metric of every key
+// on both; it also returns the keys on one side only.
+func measure(baseline, candidate []Input, opts Options) (ms []Measured, onlyBase, onlyCand []string, err error) {
+	base, err := newSide("baseline", baseline)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cand, err := newSide("candidate", candidate)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	matched := 0
+	for _, k := range base.keys {
+		bg, cg := base.groups[k], cand.groups[k]
+		if cg == nil {
+			onlyBase = append(onlyBase, k.String())
+			continue
+		}
+		matched++
+		if bg.latency != cg.latency {
+			return nil, nil, nil, fmt.Errorf("%s: a %s record in the baseline, a %s record in the candidate", k, kindName(bg.latency), kindName(cg.latency))
+		}
+		if bg.latency && bg.rtt() != cg.rtt() {
+			return nil, nil, nil, fmt.Errorf("%s: rtt_factor %d in the baseline but %d in the candidate: not the same measurement", k, bg.rtt(), cg.rtt())
+		}
+		for _, m := range opts.Metrics {
+			if m.Latency != bg.latency {
+				continue
+			}
+			b, err := bg.measure(m, opts.Confidence)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("baseline: %w", err)
+			}
+			c, err := cg.measure(m, opts.Confidence)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("candidate: %w", err)
+			}
+			ms = append(ms, Measured{Key: k, Metric: m, Baseline: b, Candidate: c})
+		}
+	}
+	for _, k := range cand.keys {
+		if base.groups[k] == nil {
+			onlyCand = append(onlyCand, k.String())
+		}
+	}
+	if matched == 0 {
+		return nil, nil, nil, &NoMatchError{Baseline: base.keys, Candidate: cand.keys}
+	}
+	if len(ms) == 0 {
+		names := make([]string, len(opts.Metrics))
+		for i, m := range opts.Metrics {
+			names[i] = m.Name
+		}
+		return nil, nil, nil, fmt.Errorf("%w (metrics %s)", errNoMetric, strings.Join(names, ","))
+	}
+	return ms, onlyBase, onlyCand, nil
 }
 
 func (o Options) withDefaults() (Options, error) {

@@ -85,6 +85,9 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 		tc := junitCase{Name: c.Metric, Classname: c.Key().String()}
 		detail := fmt.Sprintf("%s: %s\nbaseline runs: %s %s\ncandidate runs: %s %s\n",
 			verdictText(c), c.Reason, joinValues(c.Baseline.Values), c.Unit, joinValues(c.Candidate.Values), c.Unit)
+		if c.Plot != "" {
+			detail += "plot: " + c.Plot + "\n"
+		}
 		numbers := fmt.Sprintf("%s -> %s %s (%s, interval %s, %s; threshold %s)",
 			formatValue(c.Baseline.Value), formatValue(c.Candidate.Value), c.Unit,
 			formatPct(c.ChangePct), formatInterval(c.Interval), noiseLabel(c), formatThreshold(r.ThresholdPct))

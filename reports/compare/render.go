@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
@@ -91,16 +92,21 @@ func (r *Report) familyLine() string {
 		f.Tests, formatConfidence(f.IntervalConfidence), formatConfidence(f.Confidence), formatConfidence(1-f.Confidence))
 }
 
-// findings lists the verdicts other than same, with their reasons.
-func (r *Report) findings() []string {
+// findings lists the verdicts other than same, with their reasons;
+// link formats a plot's reference ("" for none).
+func (r *Report) findings(link func(string) string) []string {
 	var out []string
 	for i := range r.Comparisons {
 		c := &r.Comparisons[i]
 		if c.Verdict == Same {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: %s %s: %s -> %s %s: %s", verdictText(c), c.Key(), c.Metric,
-			formatValue(c.Baseline.Value), formatValue(c.Candidate.Value), c.Unit, c.Reason))
+		f := fmt.Sprintf("%s: %s %s: %s -> %s %s: %s", verdictText(c), c.Key(), c.Metric,
+			formatValue(c.Baseline.Value), formatValue(c.Candidate.Value), c.Unit, c.Reason)
+		if c.Plot != "" {
+			f += link(c.Plot)
+		}
+		out = append(out, f)
 	}
 	return out
 }
@@ -154,7 +160,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(&b, "\n%s\n", r.summaryLine())
-	for _, f := range r.findings() {
+	for _, f := range r.findings(func(p string) string { return " (plot: " + p + ")" }) {
 		fmt.Fprintf(&b, "  %s\n", f)
 	}
 	if ns := r.notes(); len(ns) > 0 {
@@ -204,10 +210,19 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(&b, "\n%s\n", r.summaryLine())
-	if fs := r.findings(); len(fs) > 0 {
+	if fs := r.findings(func(string) string { return "" }); len(fs) > 0 {
 		b.WriteString("\n")
-		for _, f := range fs {
-			fmt.Fprintf(&b, "- %s\n", mdEscape(f))
+		i := 0
+		for _, c := range r.Comparisons {
+			if c.Verdict == Same {
+				continue
+			}
+			line := "- " + mdEscape(fs[i])
+			if c.Plot != "" {
+				line += " ([plot](" + r.link(c.Plot) + "))"
+			}
+			b.WriteString(line + "\n")
+			i++
 		}
 	}
 	if ns := r.notes(); len(ns) > 0 {
@@ -271,4 +286,15 @@ func toAny(s []string) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// link is a plot's path as the Markdown links it: relative to LinkBase,
+// with forward slashes and spaces escaped.
+func (r *Report) link(p string) string {
+	if r.LinkBase != "" {
+		if rel, err := filepath.Rel(r.LinkBase, p); err == nil {
+			p = rel
+		}
+	}
+	return strings.ReplaceAll(filepath.ToSlash(p), " ", "%20")
 }

@@ -41,7 +41,14 @@ type Report struct {
 	// Notes are differences between the environments of the two sides
 	// that a reader should weigh (another host, device or MTU).
 	Notes []string `json:"notes"`
+	// LinkBase is the folder the Markdown's links to plots are relative
+	// to (where the Markdown file goes); "" leaves them as they are.
+	LinkBase string `json:"-"`
 }
+
+// Flagged says whether a comparison is one the report points at: a
+// verdict other than same, with a relative change to judge.
+func (c *Comparison) Flagged() bool { return c.Verdict != Same && c.Verdict != NoVerdict }
 
 // File describes one input document.
 type File struct {

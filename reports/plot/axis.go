@@ -41,6 +41,25 @@ func (a *axis) pos(v float64) float64 {
 // positive, so that bar-free line charts do not exaggerate differences.
 func newAxis(label string, s scale, lo, hi float64) axis {
 	a := axis{label: label, scale: s}
+	// Data from a damaged document must not reach the tick loops: bound
+	// the range to what a chart can show.
+	if !finite(lo) || !finite(hi) || hi < lo {
+		lo, hi = 1, 1
+	}
+	switch s {
+	case log2:
+		lo, hi = max(lo, 1), min(max(hi, 1), 1<<62)
+	case log10:
+		if lo <= 0 {
+			lo = hi / 1e6
+		}
+		if lo <= 0 {
+			lo, hi = 1, 1
+		}
+		lo, hi = max(lo, 1e-300), min(hi, 1e300)
+	case tail:
+		hi = min(max(hi, 1), 1e15)
+	}
 	switch s {
 	case linear:
 		a.linearTicks(min(lo, 0), hi)

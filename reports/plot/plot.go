@@ -1,24 +1,26 @@
-// Package plot draws rperf results as SVG line charts, of three kinds:
+// Package plot draws rperf results as line charts, in SVG and PNG, with
+// gonum.org/v1/plot doing the drawing, of three kinds:
 //
 //   - [Latency]: latency against message size, one line per percentile
 //     (default p50, p99, p99.9), read from the records' HdrHistograms;
 //   - [CDF]: the latency percentile distribution of each record, from its
 //     HdrHistogram, on HdrHistogram's own axis: 1/(1−q) on a log scale
 //     (0%, 90%, 99%, 99.9%, ...), which spreads out the tail where the
-//     differences live;
+//     differences live; one panel per message size;
 //   - [Bandwidth]: average bandwidth (Gb/s) against message size.
 //
 // One chart can overlay several documents (a baseline and a candidate,
 // two paths, two devices): each document, test and path gets a colour,
-// each percentile (or, in a CDF, each message size) a dash pattern.
-// Records repeated in one document (same test, size and path) are
-// combined: latency histograms merged exactly, bandwidth by the median.
+// each percentile a dash pattern. Records repeated in one document (same
+// test, size and path) are combined: latency histograms merged exactly,
+// bandwidth by the median. [Runs] draws one key of a comparison run by
+// run, for rperf compare's plots of the metrics it flags.
 //
-// The SVG is written by hand with fmt, not by a plotting library: three
-// fixed chart types need no dependency, and the output is deterministic
-// (fixed layout, rounded coordinates, no timestamps), so it is tested
-// against golden files. Latency is in microseconds as the records give it,
-// divided by rtt_factor.
+// This package decides what is drawn: the panels, series, axes, scales
+// and ticks (message sizes in powers of two, the percentile tail axis);
+// gonum/plot lays them out and renders them, so the output is
+// deterministic for a given version of it. Latency is in microseconds as
+// the records give it, divided by rtt_factor.
 package plot
 
 import (
@@ -72,18 +74,37 @@ type Options struct {
 	Bytes int64
 	// Title replaces the chart's title.
 	Title string
+	// Panels splits the chart: [PanelsSize] (a CDF per message size),
+	// [PanelsPercentile] (a latency chart per percentile) or [PanelsNone]
+	// (one panel); "" picks one panel per size for a CDF of several
+	// sizes, one per percentile for a latency chart of several, else one
+	// panel.
+	Panels Panels
 }
 
-// WriteSVG draws inputs as one SVG chart.
+// Panels is how a chart is split into panels.
+type Panels string
+
+// Panel splits.
+const (
+	PanelsNone       Panels = "none"
+	PanelsSize       Panels = "size"
+	PanelsPercentile Panels = "percentile"
+)
+
+// Build turns the inputs into a figure of the kind asked, ready to write
+// as SVG or PNG.
+func Build(inputs []Input, opts Options) (*Figure, error) {
+	return build(inputs, opts)
+}
+
+// WriteSVG draws inputs as one SVG figure.
 func WriteSVG(w io.Writer, inputs []Input, opts Options) error {
-	c, err := build(inputs, opts)
+	f, err := build(inputs, opts)
 	if err != nil {
 		return err
 	}
-	if err := c.writeSVG(w); err != nil {
-		return fmt.Errorf("write plot: %w", err)
-	}
-	return nil
+	return f.WriteSVG(w)
 }
 
 // line is the records of one document, test and path, by message size.
@@ -94,8 +115,8 @@ type line struct {
 	bySize     map[int64][]reports.Result
 }
 
-// build turns the inputs into a chart of the kind asked.
-func build(inputs []Input, opts Options) (*chart, error) {
+// build turns the inputs into a figure of the kind asked.
+func build(inputs []Input, opts Options) (*Figure, error) {
 	if len(inputs) == 0 {
 		return nil, fmt.Errorf("plot: no documents")
 	}
@@ -112,6 +133,15 @@ func build(inputs []Input, opts Options) (*chart, error) {
 	if !slices.Contains(Kinds, kind) {
 		return nil, fmt.Errorf("plot: unknown kind %q: want latency, cdf or bandwidth", kind)
 	}
+	switch {
+	case opts.Panels == "" || opts.Panels == PanelsNone:
+	case opts.Panels == PanelsSize && kind != CDF:
+		return nil, fmt.Errorf("plot: panels by size are for a cdf chart, not %s (a %s chart has sizes on its x axis)", kind, kind)
+	case opts.Panels == PanelsPercentile && kind != Latency:
+		return nil, fmt.Errorf("plot: panels by percentile are for a latency chart, not %s", kind)
+	case opts.Panels != PanelsSize && opts.Panels != PanelsPercentile:
+		return nil, fmt.Errorf("plot: unknown panels %q: want size, percentile or none", opts.Panels)
+	}
 	ls := lines(inputs, opts, kind != Bandwidth)
 	if len(ls) == 0 {
 		return nil, noRecords(inputs, opts, kind)
@@ -119,11 +149,11 @@ func build(inputs []Input, opts Options) (*chart, error) {
 	lab := newLabeler(inputs, ls)
 	switch kind {
 	case Latency:
-		return latencyChart(ls, lab, opts)
+		return latencyFigure(ls, lab, opts)
 	case CDF:
-		return cdfChart(ls, lab, opts)
+		return cdfFigure(ls, lab, opts)
 	}
-	return bandwidthChart(ls, lab, opts), nil
+	return &Figure{panels: []*chart{bandwidthChart(ls, lab, opts)}}, nil
 }
 
 // lines groups the records of the wanted kind that pass the filters.
@@ -135,10 +165,14 @@ func lines(inputs []Input, opts Options, latency bool) []*line {
 			if (r.Latency != nil) != latency || (opts.Test != "" && r.Test != opts.Test) || (opts.Bytes != 0 && r.Bytes != opts.Bytes) {
 				continue
 			}
-			k := [2]string{r.Test, r.Path}
+			path := r.Path
+			if path == "generic" { // the default path, as records without one
+				path = ""
+			}
+			k := [2]string{r.Test, path}
 			l := byKey[k]
 			if l == nil {
-				l = &line{input: i, test: r.Test, path: r.Path, bySize: map[int64][]reports.Result{}}
+				l = &line{input: i, test: r.Test, path: path, bySize: map[int64][]reports.Result{}}
 				byKey[k] = l
 				out = append(out, l)
 			}
@@ -276,49 +310,93 @@ func yScale(lo, hi float64) scale {
 	return linear
 }
 
-// latencyChart: one line per (document, test, path) and percentile.
-func latencyChart(ls []*line, lab labeler, opts Options) (*chart, error) {
+// latencyFigure: one line per (document, test, path) and percentile, in
+// one panel, or one panel per percentile.
+func latencyFigure(ls []*line, lab labeler, opts Options) (*Figure, error) {
 	ps := opts.Percentiles
 	if ps == nil {
 		ps = DefaultPercentiles
 	}
-	c := &chart{title: title(opts, ls, "latency by message size")}
-	for i, l := range ls {
-		pts := make([][]point, len(ps))
-		for _, size := range l.sizes {
-			h, err := merged(l, size)
-			if err != nil {
-				return nil, err
-			}
-			for j, p := range ps {
-				pts[j] = append(pts[j], point{float64(size), h.percentileUs(p)})
-			}
+	split := len(ps) > 1 && (opts.Panels == PanelsPercentile || opts.Panels == "")
+	fig := &Figure{}
+	one := &chart{title: title(opts, ls, "latency by message size")}
+	for j, p := range ps {
+		c := one
+		if split {
+			c = &chart{title: "p" + reports.PercentileKey(p)}
+			fig.title = title(opts, ls, "latency by message size")
 		}
-		for j, p := range ps {
-			c.series = append(c.series, series{
-				label: lab.label(l, "p"+reports.PercentileKey(p)), color: palette[i%len(palette)], dash: dashes[j%len(dashes)],
-				markers: true, points: pts[j],
-			})
+		for i, l := range ls {
+			s := series{color: palette[i%len(palette)], markers: true}
+			s.label = lab.label(l, "p"+reports.PercentileKey(p))
+			if split {
+				s.label = lab.label(l, "")
+			} else {
+				s.dash = dashes[j%len(dashes)]
+			}
+			for _, size := range l.sizes {
+				h, err := merged(l, size)
+				if err != nil {
+					return nil, err
+				}
+				s.points = append(s.points, point{float64(size), h.percentileUs(p)})
+			}
+			c.series = append(c.series, s)
+		}
+		if split || j == len(ps)-1 {
+			latencyAxes(c)
+			fig.panels = append(fig.panels, c)
 		}
 	}
+	return fig, nil
+}
+
+// latencyAxes: sizes on a log2 axis, latency linear or, over a wide
+// range, log10.
+func latencyAxes(c *chart) {
 	xlo, xhi, ylo, yhi := c.bounds()
 	c.x = newAxis("message size [bytes]", log2, xlo, xhi)
 	c.y = newAxis("latency [usec]", yScale(ylo, yhi), ylo, yhi)
-	return c, nil
 }
 
 // cdfSteps is the number of points per decade of 1/(1−q) in a CDF.
 const cdfSteps = 20
 
-// cdfChart: one line per (document, test, path) and message size. Every
-// line gets the next colour; the dash pattern changes with the document,
-// test and path, and again each time the colours run out.
-func cdfChart(ls []*line, lab labeler, opts Options) (*chart, error) {
-	c := &chart{title: title(opts, ls, "latency percentile distribution")}
-	many := false
+// cdfFigure: one line per (document, test, path) and message size, in one
+// panel per size (the default with several sizes), or all in one panel,
+// where every line gets the next colour and the dash pattern changes with
+// the document, test and path, and again each time the colours run out.
+func cdfFigure(ls []*line, lab labeler, opts Options) (*Figure, error) {
+	var sizes []int64
 	for _, l := range ls {
-		many = many || len(l.sizes) > 1
+		for _, s := range l.sizes {
+			if !slices.Contains(sizes, s) {
+				sizes = append(sizes, s)
+			}
+		}
 	}
+	slices.Sort(sizes)
+	what := "latency percentile distribution"
+	if opts.Panels == PanelsSize || (opts.Panels == "" && len(sizes) > 1) {
+		fig := &Figure{title: title(opts, ls, what)}
+		for _, size := range sizes {
+			c := &chart{title: fmt.Sprintf("%d B", size)}
+			for i, l := range ls {
+				if _, ok := l.bySize[size]; !ok {
+					continue
+				}
+				h, err := merged(l, size)
+				if err != nil {
+					return nil, err
+				}
+				c.series = append(c.series, series{label: lab.label(l, ""), color: palette[i%len(palette)], points: h.tailPoints()})
+			}
+			cdfAxes(c)
+			fig.panels = append(fig.panels, c)
+		}
+		return fig, nil
+	}
+	c := &chart{title: title(opts, ls, what)}
 	for i, l := range ls {
 		for j, size := range l.sizes {
 			h, err := merged(l, size)
@@ -326,7 +404,7 @@ func cdfChart(ls []*line, lab labeler, opts Options) (*chart, error) {
 				return nil, err
 			}
 			variant := ""
-			if many {
+			if len(sizes) > 1 {
 				variant = fmt.Sprintf("%dB", size)
 			}
 			k := len(c.series)
@@ -335,10 +413,15 @@ func cdfChart(ls []*line, lab labeler, opts Options) (*chart, error) {
 			})
 		}
 	}
+	cdfAxes(c)
+	return &Figure{panels: []*chart{c}}, nil
+}
+
+// cdfAxes: the percentile tail axis, latency linear or log10.
+func cdfAxes(c *chart) {
 	_, xhi, ylo, yhi := c.bounds()
 	c.x = newAxis("percentile", tail, 1, max(xhi, 10))
 	c.y = newAxis("latency [usec]", yScale(ylo, yhi), ylo, yhi)
-	return c, nil
 }
 
 // bandwidthChart: one line per (document, test, path); repeated records
@@ -362,15 +445,24 @@ func bandwidthChart(ls []*line, lab labeler, opts Options) *chart {
 	return c
 }
 
-// bounds returns the range of the chart's points.
+// bounds returns the range of the chart's finite points, and 1..1 when
+// there are none.
 func (c *chart) bounds() (xlo, xhi, ylo, yhi float64) {
 	xlo, ylo = math.Inf(1), math.Inf(1)
 	xhi, yhi = math.Inf(-1), math.Inf(-1)
 	for _, s := range c.series {
 		for _, p := range s.points {
+			if !finite(p.x) || !finite(p.y) {
+				continue
+			}
 			xlo, xhi = min(xlo, p.x), max(xhi, p.x)
 			ylo, yhi = min(ylo, p.y), max(yhi, p.y)
 		}
 	}
+	if xlo > xhi {
+		return 1, 1, 1, 1
+	}
 	return xlo, xhi, ylo, yhi
 }
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -5,12 +5,17 @@ import (
 	"encoding/xml"
 	"errors"
 	"flag"
+	"fmt"
+	"image/png"
 	"io"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/reports/internal/testkit"
@@ -125,10 +130,20 @@ func bandwidthDoc(path string, scale float64) *reports.Document {
 	return d
 }
 
-func render(t *testing.T, inputs []Input, opts Options) []byte {
+func renderInputs(t *testing.T, inputs []Input, opts Options) []byte {
+	t.Helper()
+	f, err := Build(inputs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return render(t, f)
+}
+
+// render writes f as SVG and checks that it is well-formed XML.
+func render(t *testing.T, f *Figure) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := WriteSVG(&b, inputs, opts); err != nil {
+	if err := f.WriteSVG(&b); err != nil {
 		t.Fatal(err)
 	}
 	// Well-formed XML throughout.
@@ -156,13 +171,15 @@ func TestGoldenSVG(t *testing.T) {
 		{"latency.svg", two, Options{}},
 		{"latency_p50.svg", []Input{{"run.json", base}}, Options{Percentiles: []float64{50}, Title: "p50 <one-way> & more"}},
 		{"cdf.svg", two, Options{Kind: CDF, Bytes: 32}},
-		{"cdf_sizes.svg", []Input{{"run.json", base}}, Options{Kind: CDF}},
+		{"cdf_sizes.svg", []Input{{"run.json", base}}, Options{Kind: CDF, Panels: PanelsNone}},
+		{"cdf_panels.svg", two, Options{Kind: CDF}},
+		{"latency_panels.svg", two, Options{Panels: PanelsPercentile}},
 		{"bandwidth.svg", []Input{{"a.json", bandwidthDoc("generic", 1)}, {"b.json", bandwidthDoc("inline", 1.2)}}, Options{}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			got := render(t, tc.inputs, tc.opts)
+			got := renderInputs(t, tc.inputs, tc.opts)
 			golden(t, tc.file, got)
-			if again := render(t, tc.inputs, tc.opts); !bytes.Equal(got, again) {
+			if again := renderInputs(t, tc.inputs, tc.opts); !bytes.Equal(got, again) {
 				t.Error("two renderings differ")
 			}
 		})
@@ -181,8 +198,8 @@ func TestRepeatedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := latencyResult(t, "send_lat", 8, 2, append(append([]int64{}, a...), b...))
-	if len(c.series) != 1 || len(c.series[0].points) != 1 || c.series[0].points[0].y != all.Percentiles["50"] {
-		t.Errorf("series %+v, want one point at the p50 of all samples, %v", c.series, all.Percentiles["50"])
+	if ss := c.panels[0].series; len(c.panels) != 1 || len(ss) != 1 || len(ss[0].points) != 1 || ss[0].points[0].y != all.Percentiles["50"] {
+		t.Errorf("series %+v, want one point at the p50 of all samples, %v", ss, all.Percentiles["50"])
 	}
 
 	bw := reports.NewDocument(reports.Env{})
@@ -193,7 +210,7 @@ func TestRepeatedRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := c.series[0].points; len(p) != 1 || p[0].y != 20 {
+	if p := c.panels[0].series[0].points; len(p) != 1 || p[0].y != 20 {
 		t.Errorf("points %+v, want one at the median, 20", p)
 	}
 }
@@ -211,6 +228,9 @@ func TestErrors(t *testing.T) {
 		{"bandwidth of latency", lat, Options{Kind: Bandwidth}, "no bandwidth records to draw a bandwidth chart: lat.json holds write_lat 2B"},
 		{"filters", lat, Options{Kind: CDF, Test: "send_lat", Bytes: 3}, "no latency records with test send_lat and size 3 to draw a cdf chart"},
 		{"kind", lat, Options{Kind: "pie"}, `unknown kind "pie"`},
+		{"panels by size of a latency chart", lat, Options{Panels: PanelsSize}, "panels by size are for a cdf chart, not latency"},
+		{"panels by percentile of a cdf", lat, Options{Kind: CDF, Panels: PanelsPercentile}, "panels by percentile are for a latency chart, not cdf"},
+		{"panels", lat, Options{Panels: "grid"}, `unknown panels "grid"`},
 		{"nothing", nil, Options{}, "no documents"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -241,11 +261,107 @@ func TestLabels(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []string
-		for _, s := range c.series {
+		for _, s := range c.panels[0].series {
 			got = append(got, s.label)
 		}
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("labels (-want +got):\n%s", diff)
 		}
+	}
+}
+
+// TestPanels: a CDF of several sizes gets a panel per size, each with a
+// line per document and the size as its title, the legend on the first
+// only; a latency chart split by percentile gets a panel per percentile.
+func TestPanels(t *testing.T) {
+	base, cand := latencyDoc(t, 1, 1), latencyDoc(t, 100, 1.3)
+	two := []Input{{"baseline.json", base}, {"candidate.json", cand}}
+	f, err := Build(two, Options{Kind: CDF})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var titles []string
+	for _, p := range f.panels {
+		titles = append(titles, p.title)
+		if len(p.series) != 2 || p.series[0].label != "baseline.json" || p.series[1].color == p.series[0].color {
+			t.Errorf("panel %s: series %+v", p.title, p.series)
+		}
+	}
+	if want := []string{"2 B", "8 B", "32 B", "128 B", "512 B", "2048 B"}; !slices.Equal(titles, want) || f.columns() != 3 {
+		t.Errorf("panels %q in %d columns, want %q in 3", titles, f.columns(), want)
+	}
+	if f, err = Build(two, Options{Panels: PanelsPercentile, Percentiles: []float64{50, 99}}); err != nil || f.Panels() != 2 || f.panels[1].title != "p99" || f.panels[1].series[0].dash != "" {
+		t.Errorf("latency by percentile: %v, %d panels", err, f.Panels())
+	}
+}
+
+// TestPNG: the PNG is an image of the figure's size at the PNG DPI, not
+// blank: it has the lines' colours.
+func TestPNG(t *testing.T) {
+	f, err := Build([]Input{{"baseline.json", latencyDoc(t, 1, 1)}, {"candidate.json", latencyDoc(t, 100, 1.3)}}, Options{Kind: CDF})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := f.WritePNG(&b); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, h := f.size()
+	if got := img.Bounds().Size(); math.Abs(float64(got.X)-float64(w/vg.Inch)*pngDPI) > 1 || math.Abs(float64(got.Y)-float64(h/vg.Inch)*pngDPI) > 1 {
+		t.Errorf("PNG %v, want %.0fx%.0f", got, float64(w/vg.Inch)*pngDPI, float64(h/vg.Inch)*pngDPI)
+	}
+	colours := map[string]bool{}
+	for y := 0; y < img.Bounds().Dy(); y += 2 {
+		for x := 0; x < img.Bounds().Dx(); x += 2 {
+			r, g, b, _ := img.At(x, y).RGBA()
+			colours[fmt.Sprintf("%02x%02x%02x", r>>8, g>>8, b>>8)] = true
+		}
+	}
+	for _, c := range palette[:2] {
+		if !colours[strings.ToLower(strings.TrimPrefix(c, "#"))] {
+			t.Errorf("no pixel of %s in the PNG", c)
+		}
+	}
+}
+
+// TestRuns: a comparison's figure of one latency key has a thin line per
+// run, a bold one per side and the compared percentile marked; of one
+// bandwidth key, each side's runs in order.
+func TestRuns(t *testing.T) {
+	var base, cand []reports.Result
+	for i := range 4 {
+		base = append(base, latencyResult(t, "write_lat", 64, 2, samples(uint64(i), 2000, 400)))
+		cand = append(cand, latencyResult(t, "write_lat", 64, 2, samples(uint64(10+i), 2000, 520)))
+	}
+	f, err := Runs(base, cand, RunsOptions{Title: "write_lat 64B p99: worse", Percentile: 99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := f.panels[0].series
+	if len(ss) != 11 || ss[4].label != "baseline, all runs" || ss[4].width <= ss[0].width || ss[10].label != "p99" || ss[10].points[0].x != 100 {
+		t.Errorf("%d series; labels %q %q, widths %v %v, marker at %v", len(ss), ss[4].label, ss[10].label, ss[0].width, ss[4].width, ss[10].points[0].x)
+	}
+	golden(t, "runs_latency.svg", render(t, f))
+
+	bw := func(g ...float64) []reports.Result {
+		var out []reports.Result
+		for _, v := range g {
+			out = append(out, reports.Result{Test: "write_bw", Bytes: 4096, Bandwidth: &reports.Bandwidth{BWAvgGbps: v, MsgRateMpps: v / 32}})
+		}
+		return out
+	}
+	f, err = Runs(bw(30, 31, 29, 30.5), bw(24, 25, 23.5, 24), RunsOptions{Title: "write_bw 4096B bw_avg", Metric: "bw_avg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss := f.panels[0].series; len(ss) != 2 || ss[1].points[2] != (point{3, 23.5}) || f.panels[0].x.max != 4.5 {
+		t.Errorf("bandwidth runs: %+v", ss)
+	}
+	if _, err := Runs(base, bw(1), RunsOptions{}); err == nil {
+		t.Error("latency against bandwidth records accepted")
 	}
 }

@@ -30,6 +30,9 @@ type Options struct {
 	// Markdown, JUnit and JSON name extra output files; "-" writes that
 	// output to stdout instead of the text table.
 	Markdown, JUnit, JSON string
+	// Plots is a folder for a plot (SVG and PNG) of every comparison the
+	// report flags; "" draws none.
+	Plots string
 }
 
 // New returns the compare command. A non-nil run replaces its action
@@ -71,7 +74,8 @@ Examples:
   rperf compare base.json cand.json
   rperf compare --baseline 'base-*.json' --candidate 'cand-*.json' --junit compare.xml
   rperf compare base.json cand.json --fail-unsure       one run per side, in CI
-  rperf compare base.json cand.json --threshold 10% --metrics p50,p99 --markdown comment.md`,
+  rperf compare base.json cand.json --threshold 10% --metrics p50,p99 --markdown comment.md
+  rperf compare --baseline 'r/baseline/*.json' --candidate 'r/candidate/*.json' --plots r/plots`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.complete(cmd, args); err != nil {
@@ -93,6 +97,7 @@ Examples:
 	f.StringVar(&o.Markdown, "markdown", "", "also write the comparison as Markdown to `FILE` (- for stdout)")
 	f.StringVar(&o.JUnit, "junit", "", "also write JUnit XML to `FILE`, a regression being a failing testcase (- for stdout)")
 	f.StringVar(&o.JSON, "json", "", "also write the comparison document (schema rperf-compare/v1) to `FILE` (- for stdout)")
+	f.StringVar(&o.Plots, "plots", "", "draw every comparison the report flags, run by run, as SVG and PNG into `DIR`; the reports link them")
 	return cmd
 }
 
@@ -163,6 +168,14 @@ func Run(o *Options, stdout, stderr io.Writer) error {
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(stderr, "rperf: warning: the sides' environments differ: %s; the comparison measures that too\n", n)
+	}
+	if o.Plots != "" {
+		if err := drawFlagged(rep, base, cand, o.Plots); err != nil {
+			return err
+		}
+	}
+	if o.Markdown != "" && o.Markdown != "-" {
+		rep.LinkBase = filepath.Dir(o.Markdown)
 	}
 	outputs := []struct {
 		name  string

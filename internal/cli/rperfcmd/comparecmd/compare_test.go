@@ -223,3 +223,44 @@ func TestOutputFiles(t *testing.T) {
 		t.Errorf("json %v: %+v", err, rep.Summary)
 	}
 }
+
+// TestPlots: --plots draws every flagged comparison as SVG and PNG, and
+// every output points at it; the Markdown link is relative to the
+// Markdown file.
+func TestPlots(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	for i := range 4 {
+		latency(t, p("rb-"+string(rune('1'+i))+".json"), 1000, uint64(10+i))
+		latency(t, p("rc-"+string(rune('1'+i))+".json"), 1200, uint64(20+i))
+	}
+	if err := os.MkdirAll(p("out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := rperf(t, "--baseline", p("rb-*.json"), "--candidate", p("rc-*.json"), "--metrics", "p50,p99",
+		"--plots", p("out/plots"), "--markdown", p("out/compare.md"), "--json", p("out/compare.json"), "--junit", p("out/compare.xml"))
+	if code != cli.ExitRegression {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, f := range []string{"write_lat-2B-p50.svg", "write_lat-2B-p50.png", "write_lat-2B-p99.png"} {
+		if st, err := os.Stat(p("out/plots/" + f)); err != nil || st.Size() < 1000 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	png := p("out/plots/write_lat-2B-p50.png")
+	if !strings.Contains(out, "(plot: "+png+")") {
+		t.Errorf("stdout does not name the plot:\n%s", out)
+	}
+	md, _ := os.ReadFile(p("out/compare.md"))
+	if !strings.Contains(string(md), "([plot](plots/write_lat-2B-p50.png))") {
+		t.Errorf("markdown does not link the plot relative to itself:\n%s", md)
+	}
+	var rep compare.Report
+	j, _ := os.ReadFile(p("out/compare.json"))
+	if err := json.Unmarshal(j, &rep); err != nil || rep.Comparisons[0].Plot != png {
+		t.Errorf("json: %v, plot %q", err, rep.Comparisons[0].Plot)
+	}
+	if x, _ := os.ReadFile(p("out/compare.xml")); !strings.Contains(string(x), "plot: "+png) {
+		t.Errorf("junit does not name the plot")
+	}
+}

@@ -23,12 +23,14 @@ func TestFlags(t *testing.T) {
 		err  string
 	}{
 		{name: "defaults", args: []string{"a.json", "--out", "a.svg"},
-			want: Options{Files: []string{"a.json"}, Out: "a.svg", Percentiles: plot.DefaultPercentiles}},
-		{name: "everything", args: []string{"a.json", "b.json", "-o", "-", "--kind", "cdf", "--percentiles", "50,99.99", "--test", "send_lat", "--size", "64", "--title", "t"},
-			want: Options{Files: []string{"a.json", "b.json"}, Out: "-", Kind: "cdf", Percentiles: []float64{50, 99.99}, Test: "send_lat", Size: 64, Title: "t"}},
+			want: Options{Files: []string{"a.json"}, Out: "a.svg", Percentiles: plot.DefaultPercentiles, PNG: true}},
+		{name: "everything", args: []string{"a.json", "b.json", "-o", "-", "--kind", "cdf", "--percentiles", "50,99.99", "--test", "send_lat", "--size", "64", "--title", "t", "--panels", "none", "--png=false"},
+			want: Options{Files: []string{"a.json", "b.json"}, Out: "-", Kind: "cdf", Percentiles: []float64{50, 99.99}, Test: "send_lat", Size: 64, Title: "t", Panels: "none"}},
+		{name: "png", args: []string{"a.json", "--out", "a.PNG"}, want: Options{Files: []string{"a.json"}, Out: "a.PNG", Percentiles: plot.DefaultPercentiles, PNG: true}},
 		{name: "no file", args: []string{"--out", "a.svg"}, err: "plot needs at least one"},
 		{name: "no out", args: []string{"a.json"}, err: "--out is required"},
-		{name: "png", args: []string{"a.json", "--out", "a.png"}, err: "--out a.png: rperf plot writes SVG"},
+		{name: "pdf", args: []string{"a.json", "--out", "a.pdf"}, err: "--out a.pdf: rperf plot writes SVG or PNG"},
+		{name: "panels", args: []string{"a.json", "--out", "a.svg", "--panels", "grid"}, err: "--panels grid: want size, percentile or none"},
 		{name: "kind", args: []string{"a.json", "--out", "a.svg", "--kind", "pie"}, err: "--kind pie: want latency, cdf or bandwidth"},
 		{name: "percentile", args: []string{"a.json", "--out", "a.svg", "--percentiles", "0"}, err: "--percentiles: 0 is outside (0, 100]"},
 	} {
@@ -77,8 +79,28 @@ func TestRun(t *testing.T) {
 
 	code, out, errs := rperf(t, p("bw.json"), "--out", p("bw.svg"))
 	svg, err := os.ReadFile(p("bw.svg"))
-	if code != 0 || out != "" || errs != "" || err != nil || !bytes.HasPrefix(svg, []byte("<svg ")) || !bytes.Contains(svg, []byte("average bandwidth")) {
+	if code != 0 || out != "" || errs != "" || err != nil || !bytes.Contains(svg, []byte("<svg ")) || !bytes.Contains(svg, []byte("average bandwidth")) {
 		t.Errorf("exit %d, stdout %q, stderr %q, file %v:\n%.200s", code, out, errs, err, svg)
+	}
+	// A PNG beside the SVG, and alone when asked.
+	for _, name := range []string{"bw.png", "only.png"} {
+		if name == "only.png" {
+			if code, _, errs := rperf(t, p("bw.json"), "--out", p(name)); code != 0 {
+				t.Fatalf("--out %s: exit %d: %s", name, code, errs)
+			}
+			if _, err := os.Stat(p("only.svg")); !os.IsNotExist(err) {
+				t.Errorf("--out only.png wrote an SVG too: %v", err)
+			}
+		}
+		b, err := os.ReadFile(p(name))
+		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG\r\n")) {
+			t.Errorf("%s: %v, %.8q", name, err, b)
+		}
+	}
+	if code, _, _ := rperf(t, p("bw.json"), "--out", p("nopng.svg"), "--png=false"); code != 0 {
+		t.Errorf("--png=false: exit %d", code)
+	} else if _, err := os.Stat(p("nopng.png")); !os.IsNotExist(err) {
+		t.Errorf("--png=false wrote a PNG: %v", err)
 	}
 	code, out, _ = rperf(t, p("bw.json"), "--out", "-")
 	if code != 0 || out != string(svg) {
