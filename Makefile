@@ -5,6 +5,7 @@
 #   make bench          Go benchmarks (-count=5) into bench.txt
 #   make bench-rperf    rperf's own cost per latency iteration beside the engine's round trip
 #   make fuzz           every fuzz target for FUZZTIME each
+#   make calibrate      rperf compare's A/A campaign, live (REPORTS=40; UPDATE=1 rewrites the corpus and docs/compare.md)
 #   make build-ibverbs  rdiag/rperf with the rdma-core provider (needs libibverbs-dev)
 
 GO       ?= go
@@ -12,7 +13,7 @@ FUZZTIME ?= 60s
 BIN      := bin
 CMDS     := $(wildcard cmd/*)
 
-.PHONY: all build test fmt-check vet test-unit test-race test-ibverbs bench bench-rperf fuzz build-ibverbs clean
+.PHONY: all build test fmt-check vet test-unit test-race test-ibverbs bench bench-rperf fuzz calibrate build-ibverbs clean
 
 all: build
 
@@ -76,6 +77,12 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 		done; \
 	done
+
+# rperf compare's false-alarm and detection rates on a new A/A campaign of
+# this machine (docs/compare.md): REPORTS suites of bin/rperf against itself.
+REPORTS ?= 40
+calibrate: build
+	$(GO) run ./internal/calibrate/campaign -rperf $(BIN)/rperf -reports $(REPORTS) $(if $(UPDATE),-update)
 
 clean:
 	rm -rf $(BIN) bench.txt

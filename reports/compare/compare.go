@@ -160,6 +160,10 @@ type Comparison struct {
 	// Plot is the picture of this comparison's runs, when rperf compare
 	// drew one (--plots: every comparison it flags).
 	Plot string `json:"plot,omitempty"`
+
+	// tail is, when a latency percentile rests on too few samples per run
+	// to be judged from the runs, the fewest it rests on.
+	tail float64
 }
 
 // Key returns the comparison's key.

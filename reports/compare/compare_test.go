@@ -328,8 +328,14 @@ func TestLatencyRepetitions(t *testing.T) {
 		if c.Verdict != m.Verdict || c.ChangePct != m.ChangePct || *c.Interval != *m.Interval {
 			t.Errorf("%s: one document %+v, five documents %+v", c.Metric, c, m)
 		}
-		if c.Noise != NoiseRuns || c.Baseline.Runs != 5 || len(c.Candidate.Values) != 5 {
-			t.Errorf("%s: noise %s, %d runs", c.Metric, c.Noise, c.Baseline.Runs)
+		// p99.9 of 1000 samples rests on one sample of each run: too
+		// few beyond it to judge between runs (MinTailSamples).
+		want := NoiseRuns
+		if c.Metric == "p99.9" {
+			want = NoiseRange
+		}
+		if c.Noise != want || c.Baseline.Runs != 5 || len(c.Candidate.Values) != 5 {
+			t.Errorf("%s: noise %s, %d runs; want %s", c.Metric, c.Noise, c.Baseline.Runs, want)
 		}
 	}
 	if c := oneDoc.Comparisons[0]; c.Metric != "p50" || c.Verdict != Worse {
@@ -611,6 +617,57 @@ func TestFamily(t *testing.T) {
 		}
 	})
 
+	t.Run("one side noisier: Welch's degrees of freedom", func(t *testing.T) {
+		// The baseline's runs agree; the candidate's spread over a factor
+		// of 7 (a stall in each, of different length), all far above. The
+		// pooled interval would have 6 degrees of freedom; Welch's has
+		// about the candidate's 3, and the interval is wider by the
+		// quantile's ratio.
+		base := []float64{1.00, 1.01, 0.99, 1.00}
+		cand := []float64{50, 120, 350, 80}
+		rep, err := Compare(inputs("b", bwDocs("write_bw", 8, base...)...), inputs("c", bwDocs("write_bw", 8, cand...)...),
+			Options{Metrics: mustMetrics(t, "bw_avg")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lb, lc := make([]float64, 4), make([]float64, 4)
+		for i := range 4 {
+			lb[i], lc[i] = math.Log(base[i]), math.Log(cand[i])
+		}
+		vb, vc := sampleVar(lb), sampleVar(lc)
+		ub, uc := vb/4, vc/4
+		df := (ub + uc) * (ub + uc) / (ub*ub/3 + uc*uc/3)
+		if iv := rep.Comparisons[0].Interval; iv == nil || math.Abs(iv.DF-df) > 1e-9 || iv.DF > 3.1 {
+			t.Errorf("interval %+v; want Welch's %v degrees of freedom", iv, df)
+		}
+	})
+
+	t.Run("a tail percentile on few samples", func(t *testing.T) {
+		// p99.9 of 2000 samples rests on 2 of each run: not judged from
+		// the runs, at most unsure; of 20000 samples, on 20: judged.
+		for _, tc := range []struct {
+			n     int
+			noise Noise
+		}{{2000, NoiseRange}, {20000, NoiseRuns}} {
+			var b, c []*reports.Document
+			for i := range 4 {
+				b = append(b, doc("shm0", latencyResult(t, "write_lat", 2, 2, spreadSamples(uint64(i), tc.n, 1000))))
+				c = append(c, doc("shm0", latencyResult(t, "write_lat", 2, 2, spreadSamples(uint64(10+i), tc.n, 1500))))
+			}
+			rep, err := Compare(inputs("b", b...), inputs("c", c...), Options{Metrics: mustMetrics(t, "p99.9")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmp := rep.Comparisons[0]
+			if cmp.Noise != tc.noise || cmp.Verdict == Worse && tc.noise == NoiseRange {
+				t.Errorf("%d samples: %s, %s: %s", tc.n, cmp.Noise, cmp.Verdict, cmp.Reason)
+			}
+			if tc.noise == NoiseRange && !strings.Contains(cmp.Reason, "p99.9 rests on 2 samples of a run, too few to judge between runs (10 needed: 10000 samples per run)") {
+				t.Errorf("reason %q", cmp.Reason)
+			}
+		}
+	})
+
 	t.Run("the histograms' floor", func(t *testing.T) {
 		// Four runs per side with the same samples: the runs agree
 		// exactly, and only the histograms say how uncertain a median of
@@ -634,4 +691,17 @@ func TestFamily(t *testing.T) {
 			t.Errorf("interval %+v; want one around +3%% from the histograms", cmp.Interval)
 		}
 	})
+}
+
+func sampleVar(xs []float64) float64 {
+	var m float64
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	var v float64
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	return v / float64(len(xs)-1)
 }

@@ -108,6 +108,10 @@ type Runs struct {
 	Within bool
 	// Samples is the number of latency samples behind Value.
 	Samples int64
+	// Tail is, for a latency percentile, the fewest samples any run has
+	// beyond it, n·(1 − p/100): how many samples its figure rests on; 0
+	// otherwise.
+	Tail float64
 }
 
 // measure computes metric m over the group's runs; conf is the confidence
@@ -152,7 +156,9 @@ func (g *group) measure(m Metric, conf float64) (Runs, error) {
 	}
 	p := []float64{m.Percentile}
 	key := reports.PercentileKey(m.Percentile)
+	out.Tail = math.Inf(1)
 	for i, h := range g.hists {
+		out.Tail = min(out.Tail, float64(h.TotalCount())*(1-m.Percentile/100))
 		maxNs := g.runs[i].res.Latency.MaxNs()
 		v := reports.PercentilesUs(h, p, g.rtt(), maxNs)[key]
 		out.Values = append(out.Values, v)

@@ -4,9 +4,20 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/rperf/rperf/internal/stats"
 )
+
+// MinTailSamples is how many samples every run must have beyond a latency
+// percentile for it to be judged from repeated runs. Fewer, and the
+// percentile is one of a handful of samples: whether a run had a stall
+// or two, which repeated runs then split between the sides by chance
+// (p99.9 of 2000 samples rests on 2). Such a comparison gets the range
+// basis and is at most unsure; more samples per run (10000 for p99.9)
+// make it judgeable.
+const MinTailSamples = 10
 
 // FamilyRule is the rule that holds a report's confidence over all its
 // comparisons ([Family]).
@@ -36,17 +47,20 @@ type Family struct {
 //
 // A comparison with enough runs (noise basis runs) is judged on the
 // natural logarithms of the runs' figures, where a regression is a
-// ratio: its interval is d ± t·se, d the difference of the sides' mean
-// logs and se = s·√(1/n + 1/m), with t Student's quantile at the level
-// [Family] sets. The noise s is the largest of three estimates: the
-// pooled standard deviation of this comparison's runs (n+m−2 degrees of
-// freedom); the same, moderated by the family of this metric (the same
-// test, path and metric at the other message sizes, when there are three
-// or more, by an empirical Bayes prior: [stats.FitVariancePrior]), with
-// the prior's degrees of freedom added; and the runs' own within-run
-// spread (their histograms', for latency). So a metric whose four runs
-// happen to agree is not trusted more than its family's typical noise,
-// and a metric noisier than its family keeps its own.
+// ratio: its interval is Welch's, d ± t·√(s_b²/n + s_c²/m), d the
+// difference of the sides' mean logs, t Student's quantile with
+// Satterthwaite's degrees of freedom at the level [Family] sets. Each
+// side's noise is the largest of three estimates: its runs' own; the
+// same, moderated by the family of this metric (an empirical Bayes prior,
+// [stats.FitVariancePrior], fitted to the same test, path and metric at
+// the other message sizes, when there are three or more), with the
+// prior's degrees of freedom added; and the runs' within-run spread
+// (their histograms', for latency). So a metric whose runs happen to
+// agree is not trusted more than its family's typical noise, a metric
+// noisier than its family keeps its own, and a side much noisier than the
+// other brings the degrees of freedom down to its own. A latency
+// percentile with fewer than [MinTailSamples] samples beyond it in some
+// run is not judged from the runs (range basis).
 //
 // It is [Worse] or [Better] when the whole interval lies beyond the
 // threshold in that direction; [Same] when it includes no change, or lies
@@ -108,7 +122,9 @@ func prepare(m *Measured, opts Options) (Comparison, *logRuns) {
 
 	nb, nc := len(b.Values), len(c.Values)
 	if stats.MaxConfidence(nb, nc) >= opts.Confidence {
-		if l, ok := newLogRuns(m); ok {
+		if m.Metric.Percentile > 0 && (b.Tail < MinTailSamples || c.Tail < MinTailSamples) {
+			cmp.tail = max(min(b.Tail, c.Tail), 1e-9)
+		} else if l, ok := newLogRuns(m); ok {
 			cmp.Noise = NoiseRuns
 			return cmp, l
 		}
@@ -151,22 +167,29 @@ func spread(s Runs) (lo, hi float64) {
 
 // logRuns is a runs-basis comparison on the log scale.
 type logRuns struct {
-	n, m int
 	// d is the difference of the sides' mean logs, candidate − baseline.
 	d float64
 	// s2 and df are the pooled variance of the logs and its degrees of
-	// freedom; within is the median of the runs' within-run variances of
-	// their logs: the noise between runs is at least the typical run's
-	// own.
-	s2, df, within float64
+	// freedom, what the family's prior is fitted to.
+	s2, df float64
+	// sides are the baseline's and the candidate's own noise.
+	sides [2]sideNoise
+	// within is the median of the runs' within-run variances of their
+	// logs: the noise between runs is at least the typical run's own.
+	within float64
 	// family groups the comparisons whose noise is alike: one metric of
 	// one test and path, with the same run counts.
 	family familyKey
 	// question counts distinct questions: bandwidth metrics of one key
 	// share one.
 	question questionKey
-	// moderated: s2 and df are the family's moderated estimate.
-	moderated bool
+}
+
+// sideNoise is one side's variance of its runs' logs.
+type sideNoise struct {
+	n      int
+	v, df  float64
+	source string // "runs", "family" or "histograms"
 }
 
 type familyKey struct {
@@ -187,8 +210,8 @@ func newLogRuns(ms *Measured) (*logRuns, bool) {
 	if !ok1 || !ok2 {
 		return nil, false
 	}
-	mb, _ := stats.MeanVar(lb)
-	mc, _ := stats.MeanVar(lc)
+	mb, vb := stats.MeanVar(lb)
+	mc, vc := stats.MeanVar(lc)
 	s2, df := stats.PooledVariance(lb, lc)
 	var w []float64
 	for _, s := range slices.Concat(ms.Baseline.Spreads, ms.Candidate.Spreads) {
@@ -200,8 +223,19 @@ func newLogRuns(ms *Measured) (*logRuns, bool) {
 	if !ms.Metric.Latency {
 		q.metric = "bandwidth"
 	}
+	sides := [2]sideNoise{
+		{n: len(lb), v: vb, df: float64(len(lb) - 1), source: "runs"},
+		{n: len(lc), v: vc, df: float64(len(lc) - 1), source: "runs"},
+	}
+	// A side of one run has no variance of its own: it gets the other
+	// side's (the pooled one), with its degrees of freedom.
+	for k := range sides {
+		if sides[k].n < 2 {
+			sides[k].v, sides[k].df = s2, df
+		}
+	}
 	return &logRuns{
-		n: len(lb), m: len(lc), d: mc - mb, s2: s2, df: df, within: medianOr0(w),
+		d: mc - mb, s2: s2, df: df, within: medianOr0(w), sides: sides,
 		family:   familyKey{test: ms.Key.Test, path: ms.Key.Path, metric: ms.Metric.Name, n: len(lb), m: len(lc)},
 		question: q,
 	}, true
@@ -249,8 +283,11 @@ func family(ms []Measured, logs []*logRuns, opts Options) Family {
 			if !ok {
 				continue
 			}
-			if v, df := prior.Moderate(own[i], l.df); v > own[i] {
-				l.s2, l.df, l.moderated = v, df, true
+			for k := range l.sides {
+				sd := &l.sides[k]
+				if v, df := prior.Moderate(sd.v, sd.df); v > sd.v {
+					sd.v, sd.df, sd.source = v, df, "family"
+				}
 			}
 		}
 	}
@@ -258,21 +295,44 @@ func family(ms []Measured, logs []*logRuns, opts Options) Family {
 }
 
 // runsInterval sets the interval of a runs-basis comparison from its log
-// figures at the family's level.
+// figures at the family's level: Welch's interval of the difference of
+// the sides' means, each side's variance its own, its family's moderated
+// one if larger, and the runs' within-run one if larger still, with
+// Satterthwaite's degrees of freedom. When one side is much noisier than
+// the other (four runs that each had a stall against four that had
+// none), the degrees of freedom fall towards that side's own and the
+// interval widens: a difference in noise is not a shift.
 func runsInterval(c *Comparison, l *logRuns, f Family) {
-	s2, from := l.s2, "runs"
-	if l.moderated {
-		from = "family"
+	from := "runs"
+	var se2, dfDen float64
+	for k := range l.sides {
+		sd := &l.sides[k]
+		if sd.source == "family" {
+			from = "family"
+		}
+		if l.within > sd.v {
+			sd.v, sd.source = l.within, "histograms"
+		}
+		u := sd.v / float64(sd.n)
+		se2 += u
+		if sd.df > 0 {
+			dfDen += u * u / sd.df
+		}
 	}
-	if l.within > s2 {
-		s2, from = l.within, "histograms"
+	if l.sides[0].source == "histograms" && l.sides[1].source == "histograms" {
+		from = "histograms"
 	}
-	se := math.Sqrt(s2 * (1/float64(l.n) + 1/float64(l.m)))
-	t := stats.TQuantile(1-(1-f.IntervalConfidence)/2, l.df)
+	df := l.sides[0].df + l.sides[1].df
+	if dfDen > 0 {
+		df = min(se2*se2/dfDen, df)
+	}
+	df = max(df, 1)
+	t := stats.TQuantile(1-(1-f.IntervalConfidence)/2, df)
+	se := math.Sqrt(se2)
 	pct := func(x float64) float64 { return 100 * math.Expm1(x) }
 	c.Interval = &Interval{
 		LoPct: pct(l.d - t*se), HiPct: pct(l.d + t*se), Confidence: f.IntervalConfidence,
-		EstimatePct: pct(l.d), DF: l.df, NoiseFrom: from,
+		EstimatePct: pct(l.d), DF: df, NoiseFrom: from,
 	}
 }
 
@@ -296,6 +356,16 @@ func decide(c Comparison, opts Options, f Family) (Verdict, string) {
 	iv := c.Interval
 	beyond := (change > 0 && iv.LoPct > 0) || (change < 0 && iv.HiPct < 0)
 	ivs := formatInterval(iv)
+	if c.tail > 0 {
+		p := strings.TrimPrefix(c.Metric, "p")
+		few := fmt.Sprintf("%s rests on %s samples of a run, too few to judge between runs (%d needed: %s samples per run)",
+			c.Metric, strconv.FormatFloat(math.Round(c.tail), 'f', 0, 64), MinTailSamples, strconv.FormatFloat(math.Ceil(MinTailSamples/(1-parsePct(p)/100)-1e-6), 'f', 0, 64))
+		if !beyond {
+			return Same, fmt.Sprintf("within noise: the sides' ranges overlap (change interval %s, %s); %s", ivs, runs, few)
+		}
+		return Unsure, fmt.Sprintf("%s (%s) is beyond the %s threshold and the sides' ranges do not overlap (change interval %s), but %s: a stall or two decides it",
+			formatPct(change), dir, thr, ivs, few)
+	}
 	if c.Noise == NoiseRange {
 		if !beyond {
 			return Same, fmt.Sprintf("within noise: the sides' ranges overlap (change interval %s, %s)", ivs, runs)
@@ -344,4 +414,9 @@ func medianOr0(xs []float64) float64 {
 		return 0
 	}
 	return stats.Median(xs)
+}
+
+func parsePct(s string) float64 {
+	v, _ := strconv.ParseFloat(s, 64)
+	return v
 }
