@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -93,4 +94,39 @@ func TestWriteHGRMErrors(t *testing.T) {
 	if err := WriteHGRM(&buf, r.Histogram(), 0); err == nil {
 		t.Error("rtt 0: no error")
 	}
+}
+
+// FuzzDecodeHDR feeds the hdr field's decoder, which rperf compare and
+// rperf plot run on every latency record they read: a histogram or an
+// error, never a panic, and a decoded histogram answers what the readers
+// ask of it.
+func FuzzDecodeHDR(f *testing.F) {
+	rec, err := NewRecorder(RecorderOptions{Expected: 100})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i := range 100 {
+		rec.Record(int64(200 + i*i))
+	}
+	r, err := NewLatencyResult(LatencySpec{Test: "write_lat", Bytes: 2, Iterations: 101, Mode: ModeIterations, RTTFactor: 2}, rec)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(r.HDR)
+	f.Add("HISTFAAAACl4nJNpmSzMwMDAywABzFCaEUzOmNZg/wEi0NjHxMTAxFTOyMbIzsDAAMcfBV4=")
+	f.Add("")
+	f.Add("HISTF")
+	f.Fuzz(func(t *testing.T, s string) {
+		h, err := DecodeHDR(s)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("an error without a message")
+			}
+			return
+		}
+		_ = PercentilesUs(h, []float64{50, 99, 99.9, 100}, 2, 1<<40)
+		if _, err := MergeHistograms([]*hdr.Histogram{h, h}); err != nil && err.Error() == "" {
+			t.Fatal("an error without a message")
+		}
+	})
 }

@@ -48,7 +48,7 @@ func newAxis(label string, s scale, lo, hi float64) axis {
 	}
 	switch s {
 	case log2:
-		lo, hi = max(lo, 1), min(max(hi, 1), 1<<62)
+		lo, hi = max(lo, 1), min(max(hi, 1), 1<<40)
 	case log10:
 		if lo <= 0 {
 			lo = hi / 1e6
@@ -107,7 +107,10 @@ func niceStep(x float64) float64 {
 func (a *axis) log2Ticks(lo, hi float64) {
 	e0, e1 := int(math.Floor(math.Log2(lo))), int(math.Ceil(math.Log2(hi)))
 	if e1 == e0 {
-		e0, e1 = e0-1, e1+1
+		e1++
+		if e0 > 0 { // no sizes below 1 byte
+			e0--
+		}
 	}
 	every := 1
 	for (e1-e0)/every > 12 {

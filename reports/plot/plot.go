@@ -162,7 +162,8 @@ func lines(inputs []Input, opts Options, latency bool) []*line {
 	for i, in := range inputs {
 		byKey := map[[2]string]*line{}
 		for _, r := range in.Doc.Results {
-			if (r.Latency != nil) != latency || (opts.Test != "" && r.Test != opts.Test) || (opts.Bytes != 0 && r.Bytes != opts.Bytes) {
+			kindOK := (latency && r.Latency != nil) || (!latency && r.Bandwidth != nil && r.Latency == nil)
+			if !kindOK || (opts.Test != "" && r.Test != opts.Test) || (opts.Bytes != 0 && r.Bytes != opts.Bytes) {
 				continue
 			}
 			path := r.Path

@@ -112,7 +112,7 @@ func samples(seed uint64, n int, center float64) []int64 {
 
 // latencyDoc is write_lat at 2..4096 bytes, latency growing with size,
 // scaled by slow.
-func latencyDoc(t *testing.T, seed uint64, slow float64) *reports.Document {
+func latencyDoc(t testing.TB, seed uint64, slow float64) *reports.Document {
 	d := reports.NewDocument(reports.Env{Device: "shm0"})
 	for i, size := 0, int64(2); size <= 4096; i, size = i+1, size*4 {
 		d.Results = append(d.Results, latencyResult(t, "write_lat", size, 2, samples(seed+uint64(i), 2000, slow*(400+float64(size)/4))))

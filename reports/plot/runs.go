@@ -32,8 +32,8 @@ func Runs(baseline, candidate []reports.Result, opts RunsOptions) (*Figure, erro
 	}
 	latency := baseline[0].Latency != nil
 	for _, r := range append(append([]reports.Result{}, baseline...), candidate...) {
-		if (r.Latency != nil) != latency {
-			return nil, fmt.Errorf("plot: latency and bandwidth records of one key")
+		if (r.Latency != nil) != latency || (!latency && r.Bandwidth == nil) {
+			return nil, fmt.Errorf("plot: %s %dB: latency and bandwidth records, or records of neither, under one key", r.Test, r.Bytes)
 		}
 	}
 	c := &chart{title: opts.Title}
