@@ -10,8 +10,8 @@ import (
 	"github.com/rperf/rperf/internal/stats"
 )
 
-// MinTailSamples is how many samples every run must have beyond a latency
-// percentile for it to be judged from repeated runs. Fewer, and the
+// MinTailSamples is how many samples (rounded) every run must have beyond
+// a latency percentile for it to be judged from repeated runs. Fewer, and the
 // percentile is one of a handful of samples: whether a run had a stall
 // or two, which repeated runs then split between the sides by chance
 // (p99.9 of 2000 samples rests on 2). Such a comparison gets the range
@@ -122,7 +122,7 @@ func prepare(m *Measured, opts Options) (Comparison, *logRuns) {
 
 	nb, nc := len(b.Values), len(c.Values)
 	if stats.MaxConfidence(nb, nc) >= opts.Confidence {
-		if m.Metric.Percentile > 0 && (b.Tail < MinTailSamples || c.Tail < MinTailSamples) {
+		if m.Metric.Percentile > 0 && math.Round(min(b.Tail, c.Tail)) < MinTailSamples {
 			cmp.tail = max(min(b.Tail, c.Tail), 1e-9)
 		} else if l, ok := newLogRuns(m); ok {
 			cmp.Noise = NoiseRuns
