@@ -60,7 +60,7 @@ const (
 	panelW  = 4.6 * vg.Inch
 	panelH  = 3.3 * vg.Inch
 	titleH  = 24 // points
-	legendH = 9 // points per legend entry
+	legendH = 9  // points per legend entry
 	pngDPI  = 110
 )
 
