@@ -41,8 +41,8 @@ test-unit:
 # The race detector needs cgo, hence a C compiler.
 test-race:
 	@if command -v $${CC:-gcc} >/dev/null || command -v cc >/dev/null; then \
-		echo "CGO_ENABLED=1 $(GO) test -count=1 -race -timeout 15m ./verbsio/... ./internal/cli/... ./tests/..."; \
-		CGO_ENABLED=1 $(GO) test -count=1 -race -timeout 15m ./verbsio/... ./internal/cli/... ./tests/...; \
+		echo "CGO_ENABLED=1 $(GO) test -count=1 -race -timeout 15m ./verbsio/... ./internal/cli/... ./internal/suite/... ./tests/..."; \
+		CGO_ENABLED=1 $(GO) test -count=1 -race -timeout 15m ./verbsio/... ./internal/cli/... ./internal/suite/... ./tests/...; \
 	else \
 		echo "NOTE: no C compiler, so the race tests were skipped (apt-get install -y gcc; .ci/run installs it)"; \
 	fi

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rperf/rperf/reports"
@@ -230,14 +231,16 @@ func runOne(ctx context.Context, s *Suite, sd Side, t Test, rec RunRecord, out s
 	rctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(rctx, sd.Binary, args...)
-	var output, stderr bytes.Buffer
+	// stdout and stderr are copied by two goroutines into one log.
+	var output lockedBuffer
+	var stderr bytes.Buffer
 	cmd.Stdout = &output
 	cmd.Stderr = io.MultiWriter(&output, &stderr)
 	ownGroup(cmd)
 	start := time.Now()
 	err := cmd.Run()
 	rec.Seconds = time.Since(start).Seconds()
-	if werr := os.WriteFile(filepath.Join(out, rec.Log), output.Bytes(), 0o644); werr != nil && err == nil {
+	if werr := os.WriteFile(filepath.Join(out, rec.Log), output.bytes(), 0o644); werr != nil && err == nil {
 		err = werr
 	}
 	fail := func(code int, detail string) (RunRecord, error) {
@@ -338,4 +341,22 @@ func ReadManifest(path string) (*Manifest, error) {
 		return nil, fmt.Errorf("%s: schema %q, want %q", path, m.Schema, Schema)
 	}
 	return &m, nil
+}
+
+// lockedBuffer is a buffer two goroutines may write to.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Bytes()
 }
