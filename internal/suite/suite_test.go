@@ -232,3 +232,32 @@ func TestRunFails(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressTerminal: on a terminal one line is redrawn in place, with
+// the time left once a run has finished, and a last line says how long
+// the whole suite took.
+func TestProgressTerminal(t *testing.T) {
+	s, err := Parse(strings.NewReader("repetitions 2\ntest a write-lat\n"), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := func() time.Time { clock = clock.Add(30 * time.Second); return clock }
+	if _, err := Run(context.Background(), s, Options{Out: t.TempDir(), Sides: []Side{fake(t, "")}, Progress: &out, Terminal: true, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"\r\033[Krperf suite: run 1 of 2: a 1/2 (0:30 elapsed)",
+		"\r\033[Krperf suite: run 2 of 2: a 2/2 (1:00 elapsed, about 1:00 left)",
+		"\r\033[Krperf suite: 2 runs in 1:30\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("progress %q lacks %q", got, want)
+		}
+	}
+	if strings.Count(got, "\n") != 1 {
+		t.Errorf("progress on a terminal printed %d lines, want 1: %q", strings.Count(got, "\n"), got)
+	}
+}
