@@ -17,6 +17,7 @@
 //	ibv_post_send        -> (*QP).PostSend
 //	ibv_post_recv        -> (*QP).PostRecv
 //	ibv_poll_cq          -> (*CQ).Poll
+//	ibv_create_flow      -> (*QP).CreateFlow
 //
 // Providers register themselves with Register. The built-in software engine
 // lives in package github.com/rperf/rperf/verbsio/soft; import it (a blank

@@ -29,6 +29,9 @@ var opcodeNames = [...]string{
 
 // String returns the libibverbs name without the IBV_WR_ prefix.
 func (o Opcode) String() string {
+	if o == OpTSO {
+		return "TSO"
+	}
 	if o < opcodeCount {
 		return opcodeNames[o]
 	}
@@ -281,6 +284,7 @@ func (f SendFlags) String() string {
 		{uint64(SendSignaled), "SIGNALED"},
 		{uint64(SendSolicited), "SOLICITED"},
 		{uint64(SendInline), "INLINE"},
+		{uint64(SendIPCsum), "IP_CSUM"},
 	})
 }
 

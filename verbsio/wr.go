@@ -44,6 +44,7 @@ type SendWR struct {
 	Remote RemoteAddr
 	Atomic AtomicArgs
 	UD     UDAddr
+	TSO    TSO // OpTSO: the headers and the segment size
 }
 
 // RecvWR is one receive work request (struct ibv_recv_wr without the chain
@@ -67,4 +68,10 @@ type WC struct {
 	PkeyIndex uint16
 	SLID      uint16
 	SL        uint8
+	// Timestamp is when the device completed the work, in its clock
+	// (ibv_wc_read_completion_ts); 0 when the CQ or device gives none.
+	Timestamp uint64
+	// FlowTag is the tag of the steering rule that delivered a receive
+	// (ibv_wc_read_flow_tag); 0 when the rule has none.
+	FlowTag uint32
 }
