@@ -211,10 +211,10 @@ func FillChecksums(frame []byte, tag Tag) error {
 		return ErrNotIP
 	}
 	if l.Has&HasIPv4 != 0 {
-		ipv4HeaderChecksum(frame[l.L3 : l.L4])
+		ipv4HeaderChecksum(frame[l.L3:l.L4])
 	}
 	if l.Has&HasInnerIPv4 != 0 {
-		ipv4HeaderChecksum(frame[l.InnerL3 : l.InnerL4])
+		ipv4HeaderChecksum(frame[l.InnerL3:l.InnerL4])
 	}
 	switch {
 	case l.Has&(HasInnerTCP|HasInnerUDP) != 0:

@@ -13,7 +13,7 @@ import (
 // not IP fragments). Per frame i of n:
 //
 //   - IPv4: total length for the frame, identification = the template's
-//     + i (modulo 2^16), header checksum recomputed; IPv6: payload length;
+//   - i (modulo 2^16), header checksum recomputed; IPv6: payload length;
 //   - TCP: sequence number = the template's + i*MSS; CWR kept on the first
 //     frame only, FIN and PSH on the last only; checksum recomputed;
 //   - UDP: length and checksum for the frame's datagram;
