@@ -12,8 +12,8 @@ import (
 // every frame is a whole datagram with its own UDP header, as USO does,
 // not IP fragments). Per frame i of n:
 //
-//   - IPv4: total length for the frame, identification = the template's
-//   - i (modulo 2^16), header checksum recomputed; IPv6: payload length;
+//   - IPv4: total length for the frame, identification the template's
+//     plus i (modulo 2^16), header checksum recomputed; IPv6: payload length;
 //   - TCP: sequence number = the template's + i*MSS; CWR kept on the first
 //     frame only, FIN and PSH on the last only; checksum recomputed;
 //   - UDP: length and checksum for the frame's datagram;
@@ -46,9 +46,8 @@ var (
 )
 
 // Init prepares a send of payloadLen bytes after hdr in frames of at most
-// mss payload bytes (at least one frame, even for an empty payload). tag
-// is a VLAN tag to be inserted by the kernel, if any. hdr is read by every
-// Frame call: keep it unchanged until the last.
+// mss payload bytes (at least one frame, even for an empty payload). hdr
+// is read by every Frame call: keep it unchanged until the last.
 func (t *TSO) Init(hdr []byte, payloadLen, mss int) error {
 	*t = TSO{}
 	if mss < 1 {
