@@ -249,3 +249,22 @@ func l4ChecksumAt(f []byte, l3, l4 int, v4, tcp bool) {
 	}
 	l4Checksum(f[l4:end], src, dst, proto)
 }
+
+// InsertTag copies frame into dst with tag put back after the MAC
+// addresses, as the frame was on the wire (the kernel hands a received
+// frame's outer tag beside it), and returns the length written; without
+// a tag it copies the frame. dst must hold len(frame)+VLANLen bytes; a
+// frame shorter than the MAC addresses is copied as is.
+func InsertTag(dst, frame []byte, tag Tag) int {
+	if !tag.Present || len(frame) < 12 {
+		return copy(dst, frame)
+	}
+	copy(dst, frame[:12])
+	tpid := tag.TPID
+	if tpid == 0 {
+		tpid = EtherTypeVLAN
+	}
+	binary.BigEndian.PutUint16(dst[12:], tpid)
+	binary.BigEndian.PutUint16(dst[14:], tag.TCI)
+	return 16 + copy(dst[16:], frame[12:])
+}

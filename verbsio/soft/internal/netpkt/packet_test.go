@@ -452,3 +452,20 @@ func TestTSOErrors(t *testing.T) {
 		t.Error("an MSS whose frames overflow the IP length was accepted")
 	}
 }
+
+func TestInsertTag(t *testing.T) {
+	f := mustFrame(t, frameCases[4].h, 10) // tagged
+	g, tag := stripTag(f)
+	dst := make([]byte, len(f)+VLANLen)
+	if n := InsertTag(dst, g, tag); !bytes.Equal(dst[:n], f) {
+		t.Errorf("InsertTag:\n got % x\nwant % x", dst[:n], f)
+	}
+	if n := InsertTag(dst, g, Tag{}); !bytes.Equal(dst[:n], g) {
+		t.Error("InsertTag without a tag changed the frame")
+	}
+	tag.TPID = EtherTypeQinQ
+	n := InsertTag(dst, g, tag)
+	if binary.BigEndian.Uint16(dst[12:]) != EtherTypeQinQ || n != len(f) {
+		t.Errorf("TPID %#x, length %d", binary.BigEndian.Uint16(dst[12:]), n)
+	}
+}

@@ -1,0 +1,411 @@
+package afpacket
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/rperf/rperf/verbsio/soft/internal/netpkt"
+	"golang.org/x/sys/unix"
+)
+
+// TXMode chooses how a batch of frames reaches the kernel.
+type TXMode int
+
+// Transmit modes.
+const (
+	// TXSendmmsg sends a batch with one sendmmsg(2), one message per frame.
+	TXSendmmsg TXMode = iota
+	// TXRing copies a batch into a TPACKET_V2 TX ring's slots and sends
+	// them with one send(2).
+	TXRing
+)
+
+// String returns "sendmmsg" or "ring".
+func (m TXMode) String() string { return [...]string{"sendmmsg", "ring"}[m] }
+
+// TXOptions shape a transmit socket. Zero values take the defaults.
+type TXOptions struct {
+	Mode TXMode
+	// QdiscBypass hands frames to the driver directly, past the qdisc
+	// layer (PACKET_QDISC_BYPASS): faster, but no traffic shaping and
+	// no queueing when the device is busy.
+	QdiscBypass bool
+	// VnetHdr puts a virtio-net header before every frame
+	// (PACKET_VNET_HDR), which SendGSO needs.
+	VnetHdr bool
+	// Batch is the most frames one system call sends (default 64).
+	Batch int
+	// Ring: FrameSize bytes per slot (default 2048, header included) and
+	// Frames slots (default 256).
+	FrameSize int
+	Frames    int
+}
+
+// VnetHdrLen is the size of struct virtio_net_hdr.
+const VnetHdrLen = 10
+
+// tpacket2 TX slots hold the frame after the header and a sockaddr_ll's
+// worth of room: TPACKET2_HDRLEN - sizeof(struct sockaddr_ll).
+const txDataOff = 32
+
+// TX sends frames on one device. Its methods are for one goroutine.
+type TX struct {
+	fd      int
+	ifindex int
+	mode    TXMode
+	vnet    bool
+	batch   int
+	// sendmmsg
+	hdrs []unix.Mmsghdr
+	iovs []unix.Iovec
+	zero [VnetHdrLen]byte
+	// ring
+	ring              []byte
+	frameSize, frames int
+	slot              int
+	// GSO
+	gsoHdr [VnetHdrLen]byte
+	gsoIov [2]unix.Iovec
+	gsoMsg unix.Msghdr
+}
+
+// Errors of Send.
+var (
+	ErrFrameSize = errors.New("afpacket: frame larger than a TX ring slot")
+	ErrNoVnetHdr = errors.New("afpacket: SendGSO needs a socket opened with VnetHdr")
+)
+
+// OpenTX opens a send-only packet socket on ifname (in the calling
+// thread's network namespace).
+func OpenTX(ifname string, o TXOptions) (*TX, error) {
+	fd, ifindex, err := socket(ifname)
+	if err != nil {
+		return nil, err
+	}
+	t := &TX{fd: fd, ifindex: ifindex, mode: o.Mode, vnet: o.VnetHdr, batch: o.Batch}
+	if err := t.setup(o); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *TX) setup(o TXOptions) error {
+	if t.batch <= 0 {
+		t.batch = 64
+	}
+	if o.VnetHdr {
+		if err := setInt(t.fd, unix.PACKET_VNET_HDR, 1, "PACKET_VNET_HDR"); err != nil {
+			return err
+		}
+	}
+	if o.QdiscBypass {
+		if err := setInt(t.fd, unix.PACKET_QDISC_BYPASS, 1, "PACKET_QDISC_BYPASS"); err != nil {
+			return err
+		}
+	}
+	switch t.mode {
+	case TXSendmmsg:
+		t.hdrs = make([]unix.Mmsghdr, t.batch)
+		n := 1
+		if t.vnet {
+			n = 2
+		}
+		t.iovs = make([]unix.Iovec, n*t.batch)
+		for i := range t.hdrs {
+			t.hdrs[i].Hdr.Iov = &t.iovs[n*i]
+			t.hdrs[i].Hdr.SetIovlen(n)
+			if t.vnet {
+				t.iovs[n*i].Base = &t.zero[0]
+				t.iovs[n*i].SetLen(VnetHdrLen)
+			}
+		}
+	case TXRing:
+		if err := setInt(t.fd, unix.PACKET_VERSION, unix.TPACKET_V2, "TPACKET_V2"); err != nil {
+			return err
+		}
+		t.frameSize, t.frames = o.FrameSize, o.Frames
+		if t.frameSize == 0 {
+			t.frameSize = 2048
+		}
+		if t.frames == 0 {
+			t.frames = 256
+		}
+		page := unix.Getpagesize()
+		if t.frameSize%16 != 0 || page%t.frameSize != 0 && t.frameSize%page != 0 {
+			return fmt.Errorf("afpacket: TX frame size %d must be a multiple of 16 that divides or is a multiple of the page size", t.frameSize)
+		}
+		bs := max(page, t.frameSize)
+		req := unix.TpacketReq{Block_size: uint32(bs), Block_nr: uint32(t.frames * t.frameSize / bs), Frame_size: uint32(t.frameSize), Frame_nr: uint32(t.frames)}
+		if err := unix.SetsockoptTpacketReq(t.fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &req); err != nil {
+			return fmt.Errorf("afpacket: PACKET_TX_RING (%d x %d bytes): %w", t.frames, t.frameSize, err)
+		}
+		ring, err := unix.Mmap(t.fd, 0, t.frameSize*t.frames, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			return fmt.Errorf("afpacket: map the TX ring: %w", err)
+		}
+		t.ring = ring
+	default:
+		return fmt.Errorf("afpacket: TX mode %d", t.mode)
+	}
+	if t.vnet {
+		t.gsoIov[0].Base = &t.gsoHdr[0]
+		t.gsoIov[0].SetLen(VnetHdrLen)
+		t.gsoMsg.Iov = &t.gsoIov[0]
+		t.gsoMsg.SetIovlen(2)
+	}
+	return bind(t.fd, t.ifindex, 0)
+}
+
+// FD is the socket.
+func (t *TX) FD() int { return t.fd }
+
+// Mode is how batches are sent.
+func (t *TX) Mode() TXMode { return t.mode }
+
+// MaxFrame is the largest frame Send takes (0: the device's MTU decides).
+func (t *TX) MaxFrame() int {
+	if t.mode != TXRing {
+		return 0
+	}
+	n := t.frameSize - txDataOff
+	if t.vnet {
+		n -= VnetHdrLen
+	}
+	return n
+}
+
+// Send sends frames in order, a batch per system call, waiting (at most
+// a second per stall) while the device or ring is full. It returns how
+// many were handed to the kernel. It does not allocate.
+func (t *TX) Send(frames [][]byte) (int, error) {
+	if t.mode == TXRing {
+		return t.sendRing(frames)
+	}
+	return t.sendmmsg(frames)
+}
+
+func (t *TX) sendmmsg(frames [][]byte) (int, error) {
+	done := 0
+	n := 1
+	if t.vnet {
+		n = 2
+	}
+	for done < len(frames) {
+		k := min(t.batch, len(frames)-done)
+		for i := range k {
+			f := frames[done+i]
+			iov := &t.iovs[n*i+n-1]
+			if len(f) == 0 {
+				return done, fmt.Errorf("afpacket: frame %d is empty", done+i)
+			}
+			iov.Base = &f[0]
+			iov.SetLen(len(f))
+		}
+		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(t.fd), uintptr(unsafe.Pointer(&t.hdrs[0])), uintptr(k), 0, 0, 0)
+		switch {
+		case e == unix.EAGAIN || e == unix.ENOBUFS:
+			if err := t.waitOut(); err != nil {
+				return done, err
+			}
+		case e == unix.EINTR:
+		case e != 0:
+			return done, fmt.Errorf("afpacket: sendmmsg: %w", e)
+		default:
+			done += int(r)
+		}
+	}
+	return done, nil
+}
+
+func (t *TX) waitOut() error {
+	pfd := []unix.PollFd{{Fd: int32(t.fd), Events: unix.POLLOUT}}
+	n, err := unix.Poll(pfd, 1000)
+	if err != nil && err != unix.EINTR {
+		return fmt.Errorf("afpacket: poll for send room: %w", err)
+	}
+	if n == 0 && err == nil {
+		return fmt.Errorf("afpacket: the device took nothing for %v", time.Second)
+	}
+	return nil
+}
+
+func (t *TX) kick() error {
+	for {
+		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(t.fd), 0, 0, 0, 0, 0)
+		switch e {
+		case 0, unix.EAGAIN, unix.ENOBUFS:
+			return nil
+		case unix.EINTR:
+			continue
+		}
+		return fmt.Errorf("afpacket: send the TX ring: %w", e)
+	}
+}
+
+func (t *TX) sendRing(frames [][]byte) (int, error) {
+	max := t.MaxFrame()
+	queued := 0
+	for i, f := range frames {
+		if len(f) > max {
+			return i, fmt.Errorf("%w: %d bytes, a slot takes %d", ErrFrameSize, len(f), max)
+		}
+		off := t.slot * t.frameSize
+		h := (*unix.Tpacket2Hdr)(unsafe.Pointer(&t.ring[off]))
+		for tries := 0; ; tries++ {
+			st := status(unsafe.Pointer(&h.Status))
+			if st == unix.TP_STATUS_AVAILABLE {
+				break
+			}
+			if st == unix.TP_STATUS_WRONG_FORMAT {
+				setStatus(unsafe.Pointer(&h.Status), unix.TP_STATUS_AVAILABLE)
+				return i, fmt.Errorf("afpacket: the kernel refused a frame of the TX ring (malformed or too large for the device)")
+			}
+			if tries == 0 {
+				if err := t.kick(); err != nil {
+					return i, err
+				}
+				queued = 0
+				continue
+			}
+			if err := t.waitOut(); err != nil {
+				return i, err
+			}
+		}
+		d := off + txDataOff
+		n := len(f)
+		if t.vnet {
+			clear(t.ring[d : d+VnetHdrLen])
+			d += VnetHdrLen
+			n += VnetHdrLen
+		}
+		copy(t.ring[d:], f)
+		h.Len = uint32(n)
+		setStatus(unsafe.Pointer(&h.Status), unix.TP_STATUS_SEND_REQUEST)
+		t.slot = (t.slot + 1) % t.frames
+		queued++
+		if queued == t.batch {
+			if err := t.kick(); err != nil {
+				return i + 1, err
+			}
+			queued = 0
+		}
+	}
+	if queued > 0 {
+		if err := t.kick(); err != nil {
+			return len(frames), err
+		}
+	}
+	return len(frames), nil
+}
+
+// GSO describes a large send for the kernel to segment.
+type GSO struct {
+	Type      uint8  // unix.VIRTIO_NET_HDR_GSO_TCPV4, _TCPV6 or _UDP_L4
+	HdrLen    uint16 // bytes of headers before the payload
+	Size      uint16 // payload bytes per segment (MSS)
+	CsumStart uint16 // where the transport header starts
+	CsumOff   uint16 // its checksum field, from CsumStart
+}
+
+// PrepareGSO readies a whole frame (headers and the large payload) for
+// SendGSO with segments of mss payload bytes: it sets the IP length(s),
+// the IPv4 header checksum and the transport checksum field to the
+// pseudo-header sum the kernel completes per segment, and returns the
+// virtio-net header fields. VXLAN frames are refused (the kernel's
+// tunnel GSO through packet sockets is not used).
+func PrepareGSO(frame []byte, mss int) (GSO, error) {
+	var l netpkt.Layers
+	netpkt.Parse(frame, netpkt.Tag{}, &l)
+	if l.Has&netpkt.HasVXLAN != 0 {
+		return GSO{}, errors.New("afpacket: kernel GSO of VXLAN frames is not supported; segment them with netpkt.TSO")
+	}
+	if l.Has&(netpkt.HasTCP|netpkt.HasUDP) == 0 {
+		return GSO{}, errors.New("afpacket: GSO needs a TCP or UDP frame")
+	}
+	if mss < 1 || mss > 0xffff {
+		return GSO{}, fmt.Errorf("afpacket: GSO segment size %d", mss)
+	}
+	g := GSO{HdrLen: l.L4End, Size: uint16(mss), CsumStart: l.L4}
+	l3, l4 := int(l.L3), int(l.L4)
+	var src, dst []byte
+	if l.Has&netpkt.HasIPv4 != 0 {
+		if len(frame)-l3 > 0xffff {
+			return GSO{}, fmt.Errorf("afpacket: %d bytes after the Ethernet header exceed an IPv4 packet", len(frame)-l3)
+		}
+		binary.BigEndian.PutUint16(frame[l3+2:], uint16(len(frame)-l3))
+		frame[l3+10], frame[l3+11] = 0, 0
+		binary.BigEndian.PutUint16(frame[l3+10:], netpkt.Checksum(frame[l3:l4]))
+		src, dst = frame[l3+12:l3+16], frame[l3+16:l3+20]
+		g.Type = unix.VIRTIO_NET_HDR_GSO_TCPV4
+	} else {
+		if len(frame)-l3-netpkt.IPv6Len > 0xffff {
+			return GSO{}, fmt.Errorf("afpacket: %d bytes exceed an IPv6 payload", len(frame)-l3-netpkt.IPv6Len)
+		}
+		binary.BigEndian.PutUint16(frame[l3+4:], uint16(len(frame)-l3-netpkt.IPv6Len))
+		src, dst = frame[l3+8:l3+24], frame[l3+24:l3+40]
+		g.Type = unix.VIRTIO_NET_HDR_GSO_TCPV6
+	}
+	proto := uint8(netpkt.ProtoTCP)
+	g.CsumOff = 16
+	if l.Has&netpkt.HasUDP != 0 {
+		proto, g.CsumOff, g.Type = netpkt.ProtoUDP, 6, unix.VIRTIO_NET_HDR_GSO_UDP_L4
+		binary.BigEndian.PutUint16(frame[l4+4:], uint16(len(frame)-l4))
+	}
+	sum := netpkt.Sum(0, src)
+	sum = netpkt.Sum(sum, dst)
+	sum += uint64(proto) + uint64(len(frame)-l4)
+	binary.BigEndian.PutUint16(frame[l4+int(g.CsumOff):], netpkt.Fold(sum))
+	return g, nil
+}
+
+// SendGSO sends one large frame that the kernel cuts into segments as
+// g says (the socket needs VnetHdr). A frame with g.Size 0 goes as is.
+func (t *TX) SendGSO(frame []byte, g GSO) error {
+	if !t.vnet {
+		return ErrNoVnetHdr
+	}
+	h := &t.gsoHdr
+	*h = [VnetHdrLen]byte{}
+	if g.Size > 0 {
+		h[0] = unix.VIRTIO_NET_HDR_F_NEEDS_CSUM
+		h[1] = g.Type
+		binary.NativeEndian.PutUint16(h[2:], g.HdrLen)
+		binary.NativeEndian.PutUint16(h[4:], g.Size)
+		binary.NativeEndian.PutUint16(h[6:], g.CsumStart)
+		binary.NativeEndian.PutUint16(h[8:], g.CsumOff)
+	}
+	t.gsoIov[1].Base = &frame[0]
+	t.gsoIov[1].SetLen(len(frame))
+	for {
+		_, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(t.fd), uintptr(unsafe.Pointer(&t.gsoMsg)), 0)
+		switch e {
+		case 0:
+			return nil
+		case unix.EINTR:
+		case unix.EAGAIN, unix.ENOBUFS:
+			if err := t.waitOut(); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("afpacket: send a %d-byte GSO frame: %w", len(frame), e)
+		}
+	}
+}
+
+// Close closes the socket (and unmaps the ring).
+func (t *TX) Close() error {
+	var err error
+	if t.ring != nil {
+		err = unix.Munmap(t.ring)
+		t.ring = nil
+	}
+	if t.fd >= 0 {
+		err = errors.Join(err, unix.Close(t.fd))
+		t.fd = -1
+	}
+	return err
+}
