@@ -67,11 +67,27 @@ func (t *Table) Filter() ([]unix.SockFilter, FilterMode) {
 		return acceptAll, FilterAll
 	}
 	for _, mode := range []FilterMode{FilterExact, FilterLayers} {
+		if mode == FilterExact && exactSize(s) > unix.BPF_MAXINSNS {
+			continue // known too big without compiling it
+		}
 		if prog, err := compileFilter(s, mode); err == nil && len(prog) <= unix.BPF_MAXINSNS {
 			return prog, mode
 		}
 	}
 	return acceptAll, FilterAll
+}
+
+// exactSize is the length of the exact program's rule checks: an entry's
+// check has the same length for every key of its group.
+func exactSize(s *snapshot) int {
+	n := 0
+	var zero [maxKey]byte
+	for _, g := range s.groups {
+		var a asm
+		a.check(g, zero[:len(g.ext)])
+		n += len(a.ins) * g.count
+	}
+	return n
 }
 
 type label int
