@@ -172,8 +172,11 @@ func TestRoundTrip(t *testing.T) {
 	w.softwareStamps(t)
 	var checked [][]byte
 	for _, rv := range []RingVersion{RingV3, RingV2} {
-		for _, mode := range []TXMode{TXSendmmsg, TXRing} {
+		for _, mode := range []TXMode{TXSendmmsg, TXRing, TXXDP} {
 			for _, bypass := range []bool{false, true} {
+				if mode == TXXDP && bypass {
+					continue // AF_XDP always bypasses the qdisc
+				}
 				name := fmt.Sprintf("rx=v%d/tx=%s/bypass=%v", rv, mode, bypass)
 				t.Run(name, func(t *testing.T) {
 					rx := w.rx(t, RXOptions{Version: rv})
@@ -469,5 +472,19 @@ func TestOptionErrors(t *testing.T) {
 	}
 	if err := tx.SendGSO(make([]byte, 100), GSO{}); !errors.Is(err, ErrNoVnetHdr) {
 		t.Errorf("GSO without VnetHdr: %v", err)
+	}
+	if _, err := OpenTX("lo", TXOptions{Mode: TXXDP, Frames: 1000}); err == nil || !strings.Contains(err.Error(), "power-of-two") {
+		t.Errorf("AF_XDP with 1000 frames: %v", err)
+	}
+	if _, err := OpenTX("lo", TXOptions{Mode: TXXDP, VnetHdr: true}); err == nil {
+		t.Error("AF_XDP with a virtio-net header was accepted")
+	}
+	x, err := OpenTX("lo", TXOptions{Mode: TXXDP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if _, err := x.Send([][]byte{make([]byte, 3000)}); !errors.Is(err, ErrFrameSize) {
+		t.Errorf("oversized AF_XDP frame: %v, want ErrFrameSize", err)
 	}
 }

@@ -125,6 +125,7 @@ func BenchmarkSend64(b *testing.B) {
 	}{
 		{TXSendmmsg, 1, false}, {TXSendmmsg, 64, false}, {TXRing, 1, false}, {TXRing, 64, false},
 		{TXSendmmsg, 1, true}, {TXSendmmsg, 64, true}, {TXRing, 64, true},
+		{TXXDP, 1, false}, {TXXDP, 64, false},
 	} {
 		b.Run(fmt.Sprintf("tx=%s/batch=%d/bypass=%v", tc.mode, tc.batch, tc.bypass), func(b *testing.B) {
 			ref := w.refSender(b, w.pair.A.Run, w.pair.A.Link)

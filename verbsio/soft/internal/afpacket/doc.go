@@ -17,8 +17,11 @@
 //
 // Transmit (TX) sends batches of frames with one system call: through a
 // TPACKET_V2 TX ring (frames copied into shared slots, one send() per
-// batch) or sendmmsg(2) (one message per frame); optionally past the
-// qdisc layer (PACKET_QDISC_BYPASS). A TSO send goes to the kernel as one
+// batch), sendmmsg(2) (one message per frame; a lone frame goes with
+// send(2)), or an AF_XDP socket (frames copied into its UMEM, one kick per
+// 32; copy mode, which every driver has, and no XDP program since it only
+// sends); the packet socket paths optionally past the qdisc layer
+// (PACKET_QDISC_BYPASS). A TSO send goes to the kernel as one
 // large frame with a virtio-net header (PACKET_VNET_HDR) and the kernel
 // segments it (software GSO, or the NIC's TSO); the engine can instead
 // cut it itself with netpkt.TSO and send the frames as a batch.

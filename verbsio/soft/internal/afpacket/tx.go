@@ -21,10 +21,13 @@ const (
 	// TXRing copies a batch into a TPACKET_V2 TX ring's slots and sends
 	// them with one send(2).
 	TXRing
+	// TXXDP copies a batch into an AF_XDP socket's UMEM and sends it with
+	// a kick per 32 frames (copy mode, queue 0; no GSO).
+	TXXDP
 )
 
-// String returns "sendmmsg" or "ring".
-func (m TXMode) String() string { return [...]string{"sendmmsg", "ring"}[m] }
+// String returns "sendmmsg", "ring" or "xdp".
+func (m TXMode) String() string { return [...]string{"sendmmsg", "ring", "xdp"}[m] }
 
 // TXOptions shape a transmit socket. Zero values take the defaults.
 type TXOptions struct {
@@ -38,8 +41,9 @@ type TXOptions struct {
 	VnetHdr bool
 	// Batch is the most frames one system call sends (default 64).
 	Batch int
-	// Ring: FrameSize bytes per slot (default 2048, header included) and
-	// Frames slots (default 256).
+	// Ring and XDP: FrameSize bytes per slot (default 2048, header
+	// included; XDP: a power of two up to the page size) and Frames slots
+	// (default 256; XDP: a power of two, default 2048).
 	FrameSize int
 	Frames    int
 }
@@ -66,6 +70,8 @@ type TX struct {
 	ring              []byte
 	frameSize, frames int
 	slot              int
+	// XDP
+	xdp *xdp
 	// GSO
 	gsoHdr [VnetHdrLen]byte
 	gsoIov [2]unix.Iovec
@@ -81,7 +87,11 @@ var (
 // OpenTX opens a send-only packet socket on ifname (in the calling
 // thread's network namespace).
 func OpenTX(ifname string, o TXOptions) (*TX, error) {
-	fd, ifindex, err := socket(ifname)
+	open := socket
+	if o.Mode == TXXDP {
+		open = xdpSocket
+	}
+	fd, ifindex, err := open(ifname)
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +106,19 @@ func OpenTX(ifname string, o TXOptions) (*TX, error) {
 func (t *TX) setup(o TXOptions) error {
 	if t.batch <= 0 {
 		t.batch = 64
+	}
+	if t.mode == TXXDP {
+		if o.VnetHdr || o.QdiscBypass {
+			return fmt.Errorf("afpacket: AF_XDP sends take no virtio-net header and always bypass the qdisc")
+		}
+		frames, size := o.Frames, o.FrameSize
+		if frames == 0 {
+			frames = 2048
+		}
+		if size == 0 {
+			size = 2048
+		}
+		return t.setupXDP(frames, size)
 	}
 	if o.VnetHdr {
 		if err := setInt(t.fd, unix.PACKET_VNET_HDR, 1, "PACKET_VNET_HDR"); err != nil {
@@ -168,6 +191,9 @@ func (t *TX) Mode() TXMode { return t.mode }
 
 // MaxFrame is the largest frame Send takes (0: the device's MTU decides).
 func (t *TX) MaxFrame() int {
+	if t.mode == TXXDP {
+		return t.xdp.chunk
+	}
 	if t.mode != TXRing {
 		return 0
 	}
@@ -182,8 +208,11 @@ func (t *TX) MaxFrame() int {
 // a second per stall) while the device or ring is full. It returns how
 // many were handed to the kernel. It does not allocate.
 func (t *TX) Send(frames [][]byte) (int, error) {
-	if t.mode == TXRing {
+	switch t.mode {
+	case TXRing:
 		return t.sendRing(frames)
+	case TXXDP:
+		return t.sendXDP(frames)
 	}
 	return t.sendmmsg(frames)
 }
@@ -424,6 +453,10 @@ func (t *TX) SendGSO(frame []byte, g GSO) error {
 // Close closes the socket (and unmaps the ring).
 func (t *TX) Close() error {
 	var err error
+	if t.xdp != nil {
+		err = t.xdp.close()
+		t.xdp = nil
+	}
 	if t.ring != nil {
 		err = unix.Munmap(t.ring)
 		t.ring = nil
