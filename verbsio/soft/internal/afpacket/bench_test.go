@@ -336,7 +336,7 @@ func BenchmarkTSO64K(b *testing.B) {
 	for i := range frames {
 		frames[i] = make([]byte, len(hdr)+mss)
 	}
-	for _, mode := range []TXMode{TXSendmmsg, TXRing} {
+	for _, mode := range []TXMode{TXSendmmsg, TXRing, TXXDP} {
 		b.Run("engine-tx="+mode.String(), func(b *testing.B) {
 			gso := w.tx(b, TXOptions{VnetHdr: true})
 			eng := w.tx(b, TXOptions{Mode: mode, Batch: 64})
