@@ -488,3 +488,47 @@ func TestOptionErrors(t *testing.T) {
 		t.Errorf("oversized AF_XDP frame: %v, want ErrFrameSize", err)
 	}
 }
+
+// TestNoAllocs: sending and receiving do not allocate.
+func TestNoAllocs(t *testing.T) {
+	w := newWire(t)
+	f := w.frames(t)[0]
+	batch := [][]byte{f, f, f, f}
+	for _, mode := range []TXMode{TXSendmmsg, TXRing, TXXDP} {
+		for _, rv := range []RingVersion{RingV2, RingV3} {
+			rx := w.rx(t, RXOptions{Version: rv})
+			if err := rx.SetFilter(w.fromA(t)); err != nil {
+				t.Fatal(err)
+			}
+			tx := w.tx(t, TXOptions{Mode: mode})
+			if n := testing.AllocsPerRun(50, func() { tx.Send(batch) }); n != 0 {
+				t.Errorf("%s: Send allocates %v times", mode, n)
+			}
+			if n := testing.AllocsPerRun(50, func() { tx.Send(batch[:1]) }); n != 0 {
+				t.Errorf("%s: Send of one frame allocates %v times", mode, n)
+			}
+			if got := collect(t, rx, 60); len(got) < 60 {
+				t.Fatalf("v%d: received %d frames", rv, len(got))
+			}
+			tx.Send(batch)
+			tx.Send(batch)
+			time.Sleep(20 * time.Millisecond) // v3: let the block timer hand them over
+			if n := testing.AllocsPerRun(5, func() { rx.Next() }); n != 0 {
+				t.Errorf("v%d: Next allocates %v times", rv, n)
+			}
+			tx.Close() // one AF_XDP socket per queue: the next would get EBUSY
+		}
+	}
+}
+
+// TestXDPQueueExclusive: a device queue takes one AF_XDP socket; a second
+// (in any process) gets EBUSY, which the engine must answer by sending
+// through a packet socket instead.
+func TestXDPQueueExclusive(t *testing.T) {
+	w := newWire(t)
+	w.tx(t, TXOptions{Mode: TXXDP})
+	err := w.pair.A.Run(func() error { _, err := OpenTX(w.pair.A.Link, TXOptions{Mode: TXXDP}); return err })
+	if !errors.Is(err, unix.EBUSY) {
+		t.Fatalf("second AF_XDP socket on the queue: %v, want EBUSY", err)
+	}
+}

@@ -234,6 +234,25 @@ func (r *RX) Next() (Frame, bool) {
 	return r.nextV3()
 }
 
+// frame describes the frame at off from its ring header's fields (the
+// same in both layouts).
+func (r *RX) frame(off int, snaplen, wire, sec, nsec, st uint32, tci, tpid uint16) Frame {
+	f := Frame{
+		Data:      r.ring[off : off+int(snaplen)],
+		Len:       int(wire),
+		TS:        int64(sec)*1e9 + int64(nsec),
+		TSKind:    tsKind(st),
+		CsumValid: st&unix.TP_STATUS_CSUM_VALID != 0,
+	}
+	if st&unix.TP_STATUS_VLAN_VALID != 0 {
+		f.Tag = netpkt.Tag{TCI: tci, Present: true}
+		if st&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
+			f.Tag.TPID = tpid
+		}
+	}
+	return f
+}
+
 func (r *RX) nextV2() (Frame, bool) {
 	if r.held >= 0 {
 		setStatus(r.at(r.held*r.frameSize), unix.TP_STATUS_KERNEL)
@@ -245,19 +264,7 @@ func (r *RX) nextV2() (Frame, bool) {
 	if st&unix.TP_STATUS_USER == 0 {
 		return Frame{}, false
 	}
-	f := Frame{
-		Data:      r.ring[off+int(h.Mac) : off+int(h.Mac)+int(h.Snaplen)],
-		Len:       int(h.Len),
-		TS:        int64(h.Sec)*1e9 + int64(h.Nsec),
-		TSKind:    tsKind(st),
-		CsumValid: st&unix.TP_STATUS_CSUM_VALID != 0,
-	}
-	if st&unix.TP_STATUS_VLAN_VALID != 0 {
-		f.Tag = netpkt.Tag{TCI: h.Vlan_tci, Present: true}
-		if st&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
-			f.Tag.TPID = h.Vlan_tpid
-		}
-	}
+	f := r.frame(off+int(h.Mac), h.Snaplen, h.Len, h.Sec, h.Nsec, st, h.Vlan_tci, h.Vlan_tpid)
 	r.held = r.slot
 	r.slot = (r.slot + 1) % r.frames
 	return f, true
@@ -282,19 +289,7 @@ func (r *RX) nextV3() (Frame, bool) {
 		off := boff + r.pktOff
 		h := (*unix.Tpacket3Hdr)(r.at(off))
 		st := h.Status
-		f := Frame{
-			Data:      r.ring[off+int(h.Mac) : off+int(h.Mac)+int(h.Snaplen)],
-			Len:       int(h.Len),
-			TS:        int64(h.Sec)*1e9 + int64(h.Nsec),
-			TSKind:    tsKind(st),
-			CsumValid: st&unix.TP_STATUS_CSUM_VALID != 0,
-		}
-		if st&unix.TP_STATUS_VLAN_VALID != 0 {
-			f.Tag = netpkt.Tag{TCI: uint16(h.Hv1.Vlan_tci), Present: true}
-			if st&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
-				f.Tag.TPID = h.Hv1.Vlan_tpid
-			}
-		}
+		f := r.frame(off+int(h.Mac), h.Snaplen, h.Len, h.Sec, h.Nsec, st, uint16(h.Hv1.Vlan_tci), h.Hv1.Vlan_tpid)
 		r.pkt++
 		r.pktOff += int(h.Next_offset)
 		return f, true
