@@ -532,3 +532,47 @@ func TestXDPQueueExclusive(t *testing.T) {
 		t.Fatalf("second AF_XDP socket on the queue: %v, want EBUSY", err)
 	}
 }
+
+// TestFrameSize: frames longer than the MTU and the Ethernet header (a tag
+// more when tagged) or shorter than the header are refused before any is
+// sent, in every mode (AF_XDP and the TX ring would otherwise drop them
+// silently or leave them in the ring).
+func TestFrameSize(t *testing.T) {
+	w := newWire(t)
+	rx := w.rx(t, RXOptions{Version: RingV2})
+	if err := rx.SetFilter(w.fromA(t)); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(n int, tagged bool) []byte {
+		h := netpkt.Headers{Dst: w.macB, Src: w.macA, SrcIP: w.ipA, DstIP: w.ipB, Proto: netpkt.ProtoUDP, SrcPort: 1, DstPort: 2}
+		if tagged {
+			h.VLAN = netpkt.Tag{Present: true, TCI: 7}
+		}
+		f, err := h.Append(nil, make([]byte, n-h.Len()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	full, fullTagged := mk(1514, false), mk(1518, true)
+	for _, mode := range []TXMode{TXSendmmsg, TXRing, TXXDP} {
+		tx := w.tx(t, TXOptions{Mode: mode})
+		for _, bad := range [][]byte{mk(1515, false), mk(1519, true), full[:13]} {
+			if n, err := tx.Send([][]byte{full, bad}); n != 0 || !errors.Is(err, ErrFrameSize) {
+				t.Errorf("%s: a %d-byte frame: Send = %d, %v; want 0, ErrFrameSize", mode, len(bad), n, err)
+			}
+		}
+		if n, err := tx.Send([][]byte{full, fullTagged}); n != 2 || err != nil {
+			t.Fatalf("%s: MTU-sized frames: %d, %v", mode, n, err)
+		}
+		if got := collect(t, rx, 3); len(got) != 2 {
+			t.Errorf("%s: received %d frames, want the 2 that fit", mode, len(got))
+		}
+		tx.Close()
+	}
+	tx := w.tx(t, TXOptions{VnetHdr: true})
+	big := append(mk(1514, false), make([]byte, 5000)...)
+	if err := tx.SendGSO(big, GSO{Type: unix.VIRTIO_NET_HDR_GSO_UDP_L4, HdrLen: 42, Size: 1473}); !errors.Is(err, ErrFrameSize) {
+		t.Errorf("GSO segments above the MTU: %v", err)
+	}
+}

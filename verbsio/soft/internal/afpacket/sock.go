@@ -17,18 +17,24 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // socket opens a packet socket that receives nothing until bound.
 func socket(ifname string) (fd, ifindex int, err error) {
-	ifc, err := net.InterfaceByName(ifname)
+	fd, ifc, err := socketMTU(ifname)
+	return fd, ifc.Index, err
+}
+
+// socketMTU is socket, also returning the interface (with its MTU).
+func socketMTU(ifname string) (fd int, ifc *net.Interface, err error) {
+	ifc, err = net.InterfaceByName(ifname)
 	if err != nil {
-		return -1, 0, fmt.Errorf("afpacket: %w", err)
+		return -1, &net.Interface{}, fmt.Errorf("afpacket: %w", err)
 	}
 	fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-			return -1, 0, fmt.Errorf("afpacket: open a packet socket on %s: %w", ifname, ErrNoCapNetRaw)
+			return -1, ifc, fmt.Errorf("afpacket: open a packet socket on %s: %w", ifname, ErrNoCapNetRaw)
 		}
-		return -1, 0, fmt.Errorf("afpacket: open a packet socket on %s: %w", ifname, err)
+		return -1, ifc, fmt.Errorf("afpacket: open a packet socket on %s: %w", ifname, err)
 	}
-	return fd, ifc.Index, nil
+	return fd, ifc, nil
 }
 
 // bind attaches fd to the device; proto ETH_P_ALL receives every frame,

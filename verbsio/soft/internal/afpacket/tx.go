@@ -59,6 +59,7 @@ const txDataOff = 32
 type TX struct {
 	fd      int
 	ifindex int
+	mtu     int // the device's when the socket was opened
 	mode    TXMode
 	vnet    bool
 	batch   int
@@ -78,24 +79,40 @@ type TX struct {
 	gsoMsg unix.Msghdr
 }
 
+// maxLen is the longest frame the device sends: its MTU and the Ethernet
+// header, a 802.1Q tag more for a tagged frame (the kernel's rule), and
+// no more than a slot holds.
+func (t *TX) maxLen(f []byte) int {
+	n := t.mtu + netpkt.EthLen
+	if len(f) >= netpkt.EthLen {
+		if et := binary.BigEndian.Uint16(f[12:]); et == netpkt.EtherTypeVLAN || et == netpkt.EtherTypeQinQ {
+			n += netpkt.VLANLen
+		}
+	}
+	if m := t.MaxFrame(); m > 0 && m < n {
+		n = m
+	}
+	return n
+}
+
 // Errors of Send.
 var (
-	ErrFrameSize = errors.New("afpacket: frame larger than a TX ring slot")
+	ErrFrameSize = errors.New("afpacket: frame too large or too small for the device")
 	ErrNoVnetHdr = errors.New("afpacket: SendGSO needs a socket opened with VnetHdr")
 )
 
 // OpenTX opens a send-only packet socket on ifname (in the calling
 // thread's network namespace).
 func OpenTX(ifname string, o TXOptions) (*TX, error) {
-	open := socket
+	open := socketMTU
 	if o.Mode == TXXDP {
 		open = xdpSocket
 	}
-	fd, ifindex, err := open(ifname)
+	fd, ifc, err := open(ifname)
 	if err != nil {
 		return nil, err
 	}
-	t := &TX{fd: fd, ifindex: ifindex, mode: o.Mode, vnet: o.VnetHdr, batch: o.Batch}
+	t := &TX{fd: fd, ifindex: ifc.Index, mtu: ifc.MTU, mode: o.Mode, vnet: o.VnetHdr, batch: o.Batch}
 	if err := t.setup(o); err != nil {
 		t.Close()
 		return nil, err
@@ -208,6 +225,11 @@ func (t *TX) MaxFrame() int {
 // a second per stall) while the device or ring is full. It returns how
 // many were handed to the kernel. It does not allocate.
 func (t *TX) Send(frames [][]byte) (int, error) {
+	for i, f := range frames {
+		if n := t.maxLen(f); len(f) > n || len(f) < netpkt.EthLen {
+			return 0, fmt.Errorf("%w: frame %d is %d bytes; the device takes %d to %d (MTU %d + the Ethernet header)", ErrFrameSize, i, len(f), netpkt.EthLen, n, t.mtu)
+		}
+	}
 	switch t.mode {
 	case TXRing:
 		return t.sendRing(frames)
@@ -421,6 +443,12 @@ func PrepareGSO(frame []byte, mss int) (GSO, error) {
 func (t *TX) SendGSO(frame []byte, g GSO) error {
 	if !t.vnet {
 		return ErrNoVnetHdr
+	}
+	if seg := int(g.HdrLen) + int(g.Size); g.Size > 0 && seg > t.mtu+netpkt.EthLen {
+		return fmt.Errorf("%w: GSO segments of %d bytes (headers %d + MSS %d) exceed the MTU %d + the Ethernet header", ErrFrameSize, seg, g.HdrLen, g.Size, t.mtu)
+	}
+	if g.Size == 0 && len(frame) > t.maxLen(frame) {
+		return fmt.Errorf("%w: a %d-byte frame without GSO exceeds the MTU %d + the Ethernet header", ErrFrameSize, len(frame), t.mtu)
 	}
 	h := &t.gsoHdr
 	*h = [VnetHdrLen]byte{}

@@ -2,6 +2,7 @@ package afpacket
 
 import (
 	"fmt"
+	"net"
 	"sync/atomic"
 	"unsafe"
 
@@ -34,17 +35,17 @@ type xdp struct {
 	completed uint32 // chunks the kernel gave back
 }
 
-func xdpSocket(ifname string) (int, int, error) {
-	fd, ifindex, err := socket(ifname) // checks the device and CAP_NET_RAW
+func xdpSocket(ifname string) (int, *net.Interface, error) {
+	fd, ifc, err := socketMTU(ifname) // checks the device and CAP_NET_RAW
 	if err != nil {
-		return -1, 0, err
+		return -1, ifc, err
 	}
 	unix.Close(fd)
 	fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, 0, fmt.Errorf("afpacket: AF_XDP socket on %s: %w", ifname, err)
+		return -1, ifc, fmt.Errorf("afpacket: AF_XDP socket on %s: %w", ifname, err)
 	}
-	return fd, ifindex, nil
+	return fd, ifc, nil
 }
 
 // setupXDP registers the UMEM (chunk bytes per frame, entries frames),
