@@ -48,6 +48,7 @@ type BusyError struct {
 	PID    int // the holder's pid, 0 when it could not be learned
 }
 
+// Error says which port is held, by whom, and what to do.
 func (e *BusyError) Error() string {
 	who := "another process"
 	if e.PID != 0 {
