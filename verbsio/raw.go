@@ -18,7 +18,7 @@ const OpTSO Opcode = 10
 // (IBV_SEND_IP_CSUM): the IPv4 header checksum and the TCP or UDP
 // checksum, as a NIC's checksum offload does. For a VXLAN frame the
 // inner headers' checksums are computed, and an outer UDP checksum of
-// zero stays zero (RFC 7348).
+// zero over IPv4 stays zero (RFC 7348); over IPv6 it is computed.
 const SendIPCsum SendFlags = 1 << 4
 
 // WCIPCsumOK says that the device verified the received frame's IPv4

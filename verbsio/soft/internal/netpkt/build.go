@@ -199,9 +199,9 @@ var ErrNotIP = errors.New("netpkt: the frame has no IPv4 or IPv6 header")
 
 // FillChecksums computes a frame's checksums as a NIC's checksum offload
 // does: every IPv4 header checksum, and the TCP or UDP checksum of the
-// innermost transport header. For VXLAN the outer UDP checksum is
-// computed only when it is not zero (zero means "none" over IPv4, RFC
-// 7348), so a sender that leaves it zero gets it zero. tag is a tag the
+// innermost transport header. For VXLAN over IPv4 the outer UDP checksum
+// is computed only when it is not zero (zero means "none", RFC 7348), so
+// a sender that leaves it zero gets it zero; over IPv6 it is computed. tag is a tag the
 // kernel took out of the frame, if any (offsets do not change with it).
 // It does not allocate.
 func FillChecksums(frame []byte, tag Tag) error {

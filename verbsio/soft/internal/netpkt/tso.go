@@ -19,7 +19,7 @@ import (
 //   - UDP: length and checksum for the frame's datagram;
 //   - VXLAN: the outer IPv4 header, UDP length fixed as above for the
 //     outer headers too; the outer UDP checksum is recomputed unless the
-//     template's is zero (then it stays zero).
+//     template's is zero over IPv4 (then it stays zero).
 //
 // A TSO is set up once per send (Init) and then writes frames into
 // caller buffers (Frame) without allocating.
