@@ -5,7 +5,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ah is an address handle: the peer context a UD send goes to.
+// ah is an address handle: where a UD send goes, as its fabric resolved
+// it (newAH).
 type ah struct {
 	ctx  *Context
 	pd   *pd
@@ -24,8 +25,8 @@ func (p *pd) CreateAH(attr verbsio.AHAttr) (verbsio.AHImpl, error) {
 	if err := c.checkOpen("create_ah"); err != nil {
 		return nil, err
 	}
-	if attr.SGIDIndex != 0 && c.udp == nil {
-		return nil, verbsio.Errorf("create_ah", unix.EINVAL, "sgid_index %d: the GID table has one entry (index 0)", attr.SGIDIndex)
+	if err := c.checkSGID("create_ah", attr.SGIDIndex); err != nil {
+		return nil, err
 	}
 	idx := -1
 	for i := range c.ahs {
@@ -37,21 +38,9 @@ func (p *pd) CreateAH(attr verbsio.AHAttr) (verbsio.AHImpl, error) {
 	if idx < 0 {
 		return nil, verbsio.Errorf("create_ah", unix.ENOMEM, "more than %d address handles", maxAH)
 	}
-	var a *ah
-	if c.udp != nil {
-		var err error
-		if a, err = c.createUDPAH(p, attr); err != nil {
-			return nil, err
-		}
-		a.idx = uint32(idx)
-	} else {
-		peer, err := c.attachPeerLocked(attr.DGID)
-		if err != nil {
-			e := err.(*verbsio.Error)
-			e.Op = "create_ah"
-			return nil, e
-		}
-		a = &ah{ctx: c, pd: p, idx: uint32(idx), peer: peer}
+	a := &ah{ctx: c, pd: p, idx: uint32(idx)}
+	if err := c.fab.newAH(a, attr); err != nil {
+		return nil, err
 	}
 	c.ahs[idx].Store(a)
 	p.users++

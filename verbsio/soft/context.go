@@ -50,12 +50,9 @@ type Context struct {
 	pdNext    uint32
 	allocs    map[uintptr]*region // Alloc'd memory by base address
 	rangeList []memRange
-	peers     map[peerID]*peer
-	watcher   *shm.Watcher
-	udp       *udpFabric // nil on the shm fabric
+	fab       fabric // what moves the bytes (set by the opener; see fabric.go)
 	bg        bgProgress
 	dmPool    dmPool
-	deadGen   atomic.Uint32 // bumped when a peer process exits
 }
 
 var _ verbsio.ContextImpl = (*Context)(nil)
@@ -69,7 +66,9 @@ var epoch = time.Now()
 // now is the engine's monotonic clock in nanoseconds, used on slow paths only.
 func now() int64 { return int64(time.Since(epoch)) }
 
-func openShm(info verbsio.DeviceInfo) (*Context, error) {
+// newContext creates a context's verbs state: its control segment and
+// object tables. The fabric's opener sets c.fab.
+func newContext(info verbsio.DeviceInfo) (*Context, error) {
 	seg, err := shm.Create("rperf-ctrl", ctrlSize)
 	if err != nil {
 		return nil, &verbsio.Error{Op: "open_device", Errno: unix.ENOMEM, Detail: err.Error()}
@@ -93,8 +92,6 @@ func openShm(info verbsio.DeviceInfo) (*Context, error) {
 		srqTag:  make([]uint32, maxSRQ),
 		pds:     map[uint32]*pd{},
 		allocs:  map[uintptr]*region{},
-		peers:   map[peerID]*peer{},
-		watcher: shm.NewWatcher(),
 	}
 	for c.nonce == 0 {
 		var b [4]byte
@@ -137,22 +134,14 @@ func parseGID(g verbsio.GID) (pid, fd, nonce uint32, ok bool) {
 func (c *Context) GID() verbsio.GID { return c.gid }
 
 // QueryDevice implements verbsio.ContextImpl.
-func (c *Context) QueryDevice() (verbsio.DeviceAttr, error) {
-	if c.udp != nil {
-		return c.udp.deviceAttr(shmDeviceAttr()), nil
-	}
-	return shmDeviceAttr(), nil
-}
+func (c *Context) QueryDevice() (verbsio.DeviceAttr, error) { return c.fab.deviceAttr(), nil }
 
 // QueryPort implements verbsio.ContextImpl.
 func (c *Context) QueryPort(port uint8) (verbsio.PortAttr, error) {
 	if port != 1 {
 		return verbsio.PortAttr{}, verbsio.Errorf("query_port", unix.EINVAL, "port %d does not exist; %s has port 1", port, c.info.Name)
 	}
-	if c.udp != nil {
-		return c.udp.portAttr(), nil
-	}
-	return shmPortAttr(), nil
+	return c.fab.portAttr(), nil
 }
 
 // QueryGIDTable implements verbsio.ContextImpl.
@@ -160,11 +149,20 @@ func (c *Context) QueryGIDTable(port uint8) ([]verbsio.GIDEntry, error) {
 	if port != 1 {
 		return nil, verbsio.Errorf("query_gid", unix.EINVAL, "port %d does not exist; %s has port 1", port, c.info.Name)
 	}
-	if c.udp != nil {
-		return append([]verbsio.GIDEntry(nil), c.udp.gids...), nil
-	}
-	return []verbsio.GIDEntry{{Index: 0, GID: c.gid, Type: verbsio.GIDTypeIB}}, nil
+	return c.fab.gidTable(), nil
 }
+
+// checkSGID checks a source GID index against the GID table.
+func (c *Context) checkSGID(op string, i uint8) error {
+	if n := len(c.fab.gidTable()); int(i) >= n {
+		return verbsio.Errorf(op, unix.EINVAL, "sgid_index %d: the GID table of %s has %d entries (rdiag gids)", i, c.info.Name, n)
+	}
+	return nil
+}
+
+// Counters returns the transport counters of the context's fabric (nil on
+// shm): what rdiag shows, and what tests check.
+func (c *Context) Counters() map[string]uint64 { return c.fab.counters() }
 
 func (c *Context) checkOpen(op string) error {
 	if c.closed {
@@ -395,13 +393,8 @@ func (c *Context) Close() error {
 			a.releaseLocked()
 		}
 	}
-	for _, p := range c.peers {
-		p.closeLocked()
-	}
-	c.peers = map[peerID]*peer{}
-	c.watcher.Close()
-	if c.udp != nil {
-		c.udp.close()
+	if c.fab != nil { // nil when the opener failed before choosing it
+		c.fab.close()
 	}
 	for i := range c.mrs {
 		if m := c.mrs[i].Load(); m != nil {

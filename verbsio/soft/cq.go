@@ -6,7 +6,6 @@ import (
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/dv"
 	"github.com/rperf/rperf/verbsio/soft/internal/ring"
-	"github.com/rperf/rperf/verbsio/soft/internal/shm"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,14 +26,12 @@ type cq struct {
 
 	// Owned by the polling goroutine.
 	qps         []*qp // QPs whose send or receive queue completes here
-	nblocked    int   // QPs with a send blocked at the head (RNR, no response)
-	deadGen     uint32
 	claimedPID  uint32
 	claimedAt   int64
 	overrunSeen bool
 	lostSeen    uint32
 	users       int
-	liveTick    uint32
+	shm         shmCQ // the shm fabric's retry bookkeeping
 }
 
 var _ verbsio.CQImpl = (*cq)(nil)
@@ -50,8 +47,8 @@ var (
 
 // CreateCQ implements verbsio.ContextImpl.
 func (c *Context) CreateCQ(attr verbsio.CQInitAttr) (verbsio.CQImpl, error) {
-	if attr.CQE <= 0 || attr.CQE > shmMaxCQE {
-		return nil, verbsio.Errorf("create_cq", unix.EINVAL, "cqe %d is outside 1..%d", attr.CQE, shmMaxCQE)
+	if attr.CQE <= 0 || attr.CQE > maxCQE {
+		return nil, verbsio.Errorf("create_cq", unix.EINVAL, "cqe %d is outside 1..%d", attr.CQE, maxCQE)
 	}
 	depth := pow2(attr.CQE)
 	ext, err := c.allocQueue("create_cq", dv.ResCQ, ring.CQSize(depth))
@@ -104,8 +101,7 @@ func (c *Context) createCQ(depth int, ext *extBuf) (*cq, error) {
 	if c.cqTag[idx] == 0 {
 		c.cqTag[idx] = 1
 	}
-	q := &cq{ctx: c, idx: uint32(idx), tag: c.cqTag[idx], reg: reg, ext: ext, mem: mem, ring: r, cons: ring.NewConsumer(r), depth: depth,
-		deadGen: c.deadGen.Load()}
+	q := &cq{ctx: c, idx: uint32(idx), tag: c.cqTag[idx], reg: reg, ext: ext, mem: mem, ring: r, cons: ring.NewConsumer(r), depth: depth}
 	rec := c.ctrl.cq(q.idx)
 	if reg != nil {
 		rec.region.Store(reg.idx + 1)
@@ -187,33 +183,9 @@ func (q *cq) Poll(wcs []verbsio.WC) (int, error) {
 	return n, q.ringError()
 }
 
-// drive runs the engine's progress that polling owes: the udp fabric's
-// receive side and timers, or the shm fabric's retries and peer checks.
-func (q *cq) drive() {
-	c := q.ctx
-	if c.udp != nil {
-		c.udpProgress()
-		return
-	}
-	// The watcher learns of a peer's exit from its pidfd, but a watcher
-	// goroutine may wait for a CPU behind busy pollers; every few thousand
-	// polls the poller asks the kernel itself (one poll(2) per peer).
-	if q.liveTick++; q.liveTick&4095 == 0 {
-		q.checkPeers()
-	}
-	if q.nblocked > 0 || c.deadGen.Load() != q.deadGen {
-		q.progress()
-	}
-}
-
-// checkPeers asks the kernel whether the peers of this CQ's QPs live.
-func (q *cq) checkPeers() {
-	for _, p := range q.qps {
-		if p.peer != nil && !p.peer.proc.Dead() && !p.peer.proc.CheckAlive() {
-			q.ctx.deadGen.Add(1)
-		}
-	}
-}
+// drive runs the engine's progress that polling owes the fabric (on udp
+// the receive side and timers; on shm retries and peer checks).
+func (q *cq) drive() { q.ctx.fab.progress(q) }
 
 // ringError reports overruns and lost completions (sticky for overruns: a
 // CQ that overran has lost completions for good).
@@ -300,87 +272,13 @@ func (q *cq) checkClaimed(pid uint32) {
 	q.claimedAt = t
 }
 
-// progress retries blocked sends and fails the work of QPs whose peer died.
-func (q *cq) progress() {
-	q.deadGen = q.ctx.deadGen.Load()
-	var t int64
-	for _, p := range q.qps {
-		if p.sendCQ != q {
-			continue
-		}
-		if p.peerGone() {
-			p.execute()
-			continue
-		}
-		if p.blocked {
-			if t == 0 {
-				t = now()
-			}
-			if t >= p.retryAt {
-				p.execute()
-			}
-		}
-	}
-}
-
-// nextRetry returns how long until the earliest blocked send retries.
-func (q *cq) nextRetry() time.Duration {
-	best := time.Duration(-1)
-	t := now()
-	for _, p := range q.qps {
-		if p.sendCQ == q && p.blocked {
-			d := time.Duration(p.retryAt - t)
-			if d < 0 {
-				d = 0
-			}
-			if best < 0 || d < best {
-				best = d
-			}
-		}
-	}
-	return best
-}
-
-const spinPolls = 2000
-
-// Wait implements verbsio.CQImpl: spin briefly, then sleep on the ring's
-// futex, waking for blocked sends' retries.
+// Wait implements verbsio.CQImpl: the fabric polls, spins or sleeps until
+// the CQ holds a completion.
 func (q *cq) Wait(timeout time.Duration) error {
 	if q.cons == nil {
 		return errCQDestroyed
 	}
-	deadline := now() + int64(timeout)
-	if q.ctx.udp != nil {
-		return q.udpWait(deadline)
-	}
-	for i := 0; i < spinPolls; i++ {
-		if q.ready() {
-			return nil
-		}
-		if q.nblocked > 0 || q.ctx.deadGen.Load() != q.deadGen {
-			q.progress()
-		}
-	}
-	h := q.ring.Header()
-	for {
-		seq := h.Notify.Load()
-		h.Armed.Store(1)
-		if q.ready() {
-			h.Armed.Store(0)
-			return nil
-		}
-		left := time.Duration(deadline - now())
-		if left <= 0 {
-			h.Armed.Store(0)
-			return verbsio.ErrTimeout
-		}
-		sleep := min(left, 20*time.Millisecond)
-		if r := q.nextRetry(); r >= 0 && r < sleep {
-			sleep = max(r, time.Microsecond)
-		}
-		shm.FutexWait(&h.Notify, seq, sleep)
-		q.progress()
-	}
+	return q.ctx.fab.wait(q, now()+int64(timeout))
 }
 
 // ready reports whether Poll would return something (an entry or an error).

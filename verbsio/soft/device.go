@@ -8,14 +8,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Limits of the shm fabric's contexts.
+// Limits of the engine's contexts, on every fabric (what QueryDevice
+// reports; the udp fabric's port reports longer messages, udpMaxMsgSize,
+// but a request still gathers at most maxMsg bytes).
 const (
-	shmMaxQPWR     = 1 << 15
-	shmMaxCQE      = 1 << 17
-	shmMaxSGE      = 32
-	shmMaxInline   = 1024
-	shmMaxMsgSize  = 1 << 30
-	shmMaxRdAtomic = 128
+	maxQPWR     = 1 << 15 // work requests per queue
+	maxCQE      = 1 << 17 // entries per completion queue
+	maxSGEs     = 32      // scatter/gather entries per request
+	maxInline   = 1024    // inline bytes per request
+	maxMsg      = 1 << 30 // bytes per message
+	maxRdAtomic = 128     // outstanding READs and atomics per QP
 )
 
 // FWVersion is the engine version devices report as firmware.
@@ -29,7 +31,9 @@ func hostGUID() uint64 {
 	return h.Sum64()&^(0xff<<56) | 0x02<<56
 }
 
-func shmDeviceAttr() verbsio.DeviceAttr {
+// engineDeviceAttr is what every fabric's device reports, before the
+// fabric's own changes.
+func engineDeviceAttr() verbsio.DeviceAttr {
 	return verbsio.DeviceAttr{
 		FWVer:           FWVersion,
 		NodeGUID:        hostGUID(),
@@ -37,28 +41,28 @@ func shmDeviceAttr() verbsio.DeviceAttr {
 		MaxMRSize:       1 << 40,
 		PageSizeCap:     uint64(unix.Getpagesize()),
 		MaxQP:           maxQP,
-		MaxQPWR:         shmMaxQPWR,
+		MaxQPWR:         maxQPWR,
 		DeviceCapFlags:  devCapRCRNRNAKGen | devCapSRQResize | devCapPortActiveEvent | devCapSysImageGUID,
-		MaxSGE:          shmMaxSGE,
-		MaxSGERD:        shmMaxSGE,
+		MaxSGE:          maxSGEs,
+		MaxSGERD:        maxSGEs,
 		MaxCQ:           maxCQ,
-		MaxCQE:          shmMaxCQE,
+		MaxCQE:          maxCQE,
 		MaxMR:           maxMR,
 		MaxPD:           maxPD,
-		MaxQPRdAtom:     shmMaxRdAtomic,
-		MaxQPInitRdAtom: shmMaxRdAtomic,
-		MaxResRdAtom:    shmMaxRdAtomic * maxQP,
+		MaxQPRdAtom:     maxRdAtomic,
+		MaxQPInitRdAtom: maxRdAtomic,
+		MaxResRdAtom:    maxRdAtomic * maxQP,
 		// Atomics are CPU atomic instructions on shared memory: atomic with
 		// respect to the CPUs as well as to the engine.
 		AtomicCap:     verbsio.AtomicGlob,
 		MaxSRQ:        maxSRQ,
-		MaxSRQWR:      shmMaxQPWR,
-		MaxSRQSGE:     shmMaxSGE,
+		MaxSRQWR:      maxQPWR,
+		MaxSRQSGE:     maxSGEs,
 		MaxAH:         maxAH,
 		MaxPkeys:      1,
 		PhysPortCnt:   1,
-		MaxInlineData: shmMaxInline,
-		MaxMsgSize:    shmMaxMsgSize,
+		MaxInlineData: maxInline,
+		MaxMsgSize:    maxMsg,
 		MaxDMSize:     DMSize,
 		PacketPacing: verbsio.PacingCaps{RateLimitMinKbps: paceMinKbps, RateLimitMaxKbps: paceMaxKbps,
 			SupportedQP: []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC, verbsio.QPTypeUD}},
@@ -82,7 +86,7 @@ func shmPortAttr() verbsio.PortAttr {
 		MaxMTU:     verbsio.MTU4096,
 		ActiveMTU:  verbsio.MTU4096,
 		GIDTblLen:  1,
-		MaxMsgSize: shmMaxMsgSize,
+		MaxMsgSize: maxMsg,
 		PkeyTblLen: 1,
 		MaxVLNum:   1,
 		PhysState:  5, // LINK_UP

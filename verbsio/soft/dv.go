@@ -118,9 +118,7 @@ func (q *qp) dvOverrun() {
 	q.sendCQ.ring.Push(&e, q.ctx.pid)
 	q.sqPI++
 	q.sqExec = q.sqPI
-	if q.u != nil {
-		q.u.sendPos = q.sqPI
-	}
+	q.t.flush()
 	q.dbrec.Store(q.sqPI)
 }
 

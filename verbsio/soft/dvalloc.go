@@ -40,12 +40,7 @@ func (c *Context) DVSetAllocator(a dv.Allocator) (dv.Resource, error) {
 }
 
 // allocatable is what the allocator may supply on this context's fabric.
-func (c *Context) allocatable() dv.Resource {
-	if c.udp != nil {
-		return dv.ResSendQueue | dv.ResRecvQueue | dv.ResCQ
-	}
-	return dv.ResSendQueue
-}
+func (c *Context) allocatable() dv.Resource { return c.fab.queueMemory() }
 
 // extBuf is a queue buffer from an application's allocator.
 type extBuf struct {

@@ -4,25 +4,30 @@ import "fmt"
 
 // DebugQPs describes the udp transport state of every QP (tests only).
 func (c *Context) DebugQPs() string {
+	f, ok := c.fab.(*udpFabric)
+	if !ok {
+		return ""
+	}
 	s := ""
 	for i := range c.qps {
 		q := c.qps[i].Load()
-		if q == nil || q.u == nil {
+		if q == nil {
 			continue
 		}
-		u := q.u
+		u := q.t.(*udpQP)
 		s += fmt.Sprintf("qp %#x state %s sqPI %d sqExec %d sqDone %d sendPos %d sendOff %d sqPSN %d una %d deadline %d ackOut %v reqAck %d recovering %v cwnd %d rnrUntil %d paceAt %d active %v nakActed %v/%d ePSN %d retryLeft %d\n",
-			q.qpn, q.state, q.sqPI, q.sqExec, q.sqDone, u.sendPos, u.sendOff, u.sqPSN, q.unaPSN(), u.deadline, u.ackOut, u.reqAck, u.recovering, u.cwnd, u.rnrUntil, u.paceAt, u.active, u.nakActed, u.nakPSN, u.ePSN, u.retryLeft)
+			q.qpn, q.state, q.sqPI, q.sqExec, q.sqDone, u.sendPos, u.sendOff, u.sqPSN, u.unaPSN(), u.deadline, u.ackOut, u.reqAck, u.recovering, u.cwnd, u.rnrUntil, u.paceAt, u.active, u.nakActed, u.nakPSN, u.ePSN, u.retryLeft)
 	}
-	s += fmt.Sprintf("active list %d\n", len(c.udp.active))
+	s += fmt.Sprintf("active list %d\n", len(f.active))
 	return s
 }
 
 // ReadSockets is how many of a udp-fabric context's sockets its progress
 // reads, and how many it has bound (tests only).
 func (c *Context) ReadSockets() (read, bound int) {
-	used := c.udp.inUse.Load()
-	for i, conn := range c.udp.conns {
+	f := c.fab.(*udpFabric)
+	used := f.inUse.Load()
+	for i, conn := range f.conns {
 		if conn != nil {
 			bound++
 			if used&gidBit(i) != 0 {

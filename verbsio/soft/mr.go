@@ -161,6 +161,32 @@ func (c *Context) lookupLocal(key uint32) *mr {
 	return m
 }
 
+// localMR returns the region an lkey of q's own work request names, if it
+// is in q's PD and grants need (nothing to read from it, LOCAL_WRITE to
+// write into it); nil is LOC_PROT_ERR, as is a range outside it (slice).
+func (q *qp) localMR(key uint32, need verbsio.Access) *mr {
+	m := q.ctx.lookupLocal(key)
+	if m == nil || m.pd != q.pd || m.access&need != need {
+		return nil
+	}
+	return m
+}
+
+// localTarget resolves a peer's access to this context's memory, as a
+// responder checks it: q's access flags, then the region's key, rights,
+// PD and bounds. (On shm the initiator makes the same checks against the
+// target's tables: peer.acquire.)
+func (q *qp) localTarget(key uint32, va, n uint64, need verbsio.Access) ([]byte, bool) {
+	if q.attr.AccessFlags&need != need {
+		return nil, false
+	}
+	m := q.ctx.lookupLocal(key)
+	if m == nil || m.pd != q.pd || m.access&need != need || n > 1<<32 {
+		return nil, false
+	}
+	return m.slice(va, uint32(n))
+}
+
 // slice returns n bytes at addr inside m, or false if out of bounds.
 func (m *mr) slice(addr uint64, n uint32) ([]byte, bool) {
 	off := addr - m.addr

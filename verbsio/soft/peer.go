@@ -17,7 +17,7 @@ type peerID struct{ pid, nonce uint32 }
 // context sends to: its control segment mapped, and its regions mapped on
 // first use.
 type peer struct {
-	owner *Context
+	fab   *shmFabric
 	id    peerID
 	gid   verbsio.GID
 	proc  *shm.Proc
@@ -37,14 +37,14 @@ type regionMap struct {
 
 // attachPeerLocked returns the peer addressed by gid, mapping its control
 // segment on first use. c.mu is held.
-func (c *Context) attachPeerLocked(gid verbsio.GID) (*peer, error) {
+func (f *shmFabric) attachPeerLocked(gid verbsio.GID) (*peer, error) {
 	pid, fd, nonce, ok := parseGID(gid)
 	if !ok {
 		return nil, verbsio.Errorf("modify_qp", unix.EINVAL,
 			"GID %s is not an address of the built-in shm fabric (its GIDs start with fd72:7066); the peer must use the shm device too", gid)
 	}
 	id := peerID{pid, nonce}
-	if p, ok := c.peers[id]; ok {
+	if p, ok := f.peers[id]; ok {
 		p.refs++
 		return p, nil
 	}
@@ -80,14 +80,14 @@ func (c *Context) attachPeerLocked(gid verbsio.GID) (*peer, error) {
 		proc.Close()
 		return nil, verbsio.Errorf("modify_qp", unix.EHOSTUNREACH, "peer %s: context was closed", gid)
 	}
-	p := &peer{owner: c, id: id, gid: gid, proc: proc, ctrl: v, maps: make([]atomic.Pointer[regionMap], maxRegion), refs: 1}
+	p := &peer{fab: f, id: id, gid: gid, proc: proc, ctrl: v, maps: make([]atomic.Pointer[regionMap], maxRegion), refs: 1}
 	if proc.IsSelf() {
 		if lc, ok := localContexts.Load(nonce); ok {
 			p.local = lc.(*Context)
 		}
 	}
-	c.peers[id] = p
-	c.watcher.Watch(proc, func() { c.deadGen.Add(1) })
+	f.peers[id] = p
+	f.watcher.Watch(proc, func() { f.deadGen.Add(1) })
 	return p, nil
 }
 
@@ -98,12 +98,12 @@ func (p *peer) releaseLocked() {
 	if p.refs > 0 {
 		return
 	}
-	delete(p.owner.peers, p.id)
+	delete(p.fab.peers, p.id)
 	p.closeLocked()
 }
 
 func (p *peer) closeLocked() {
-	p.owner.watcher.Unwatch(p.proc)
+	p.fab.watcher.Unwatch(p.proc)
 	p.mu.Lock()
 	for i := range p.maps {
 		if m := p.maps[i].Load(); m != nil {

@@ -2,13 +2,13 @@ package soft
 
 import (
 	"sync"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Background progress (Context.StartProgress). Only the udp fabric needs
-// it: on the shm fabric the initiator does all the work. While it runs,
+// Background progress (Context.StartProgress). Only fabrics that move
+// bytes when driven need it (a progressor, as the udp fabric is): on the
+// shm fabric the initiator does all the work. While it runs,
 // the fast-path entry points of the context take bg.mu; without it they
 // take nothing.
 
@@ -35,7 +35,8 @@ func (c *Context) unlock() {
 
 // StartProgress implements verbsio.Progresser.
 func (c *Context) StartProgress() (stop func()) {
-	if c.udp == nil || c.bg.on {
+	p, ok := c.fab.(progressor)
+	if !ok || c.bg.on {
 		return func() {}
 	}
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
@@ -45,7 +46,7 @@ func (c *Context) StartProgress() (stop func()) {
 	c.bg.efd = efd
 	c.bg.done = make(chan struct{})
 	c.bg.on = true
-	go c.serve()
+	go c.serve(p)
 	var once sync.Once
 	c.bg.stop = func() {
 		once.Do(func() {
@@ -59,20 +60,14 @@ func (c *Context) StartProgress() (stop func()) {
 	return c.bg.stop
 }
 
-func (c *Context) serve() {
+func (c *Context) serve(p progressor) {
 	defer close(c.bg.done)
-	f := c.udp
 	var fds [9]unix.PollFd
 	for {
 		c.bg.mu.Lock()
-		c.udpProgress()
-		f.flush()
-		wait := 20 * time.Millisecond
-		if d := f.nextDeadline(); d >= 0 && d < wait {
-			wait = max(d, 10*time.Microsecond)
-		}
+		n, wait := p.round(fds[1:])
 		fds[0] = unix.PollFd{Fd: int32(c.bg.efd), Events: unix.POLLIN}
-		n := 1 + f.pollFDs(fds[1:])
+		n++
 		c.bg.mu.Unlock()
 		ts := unix.NsecToTimespec(int64(wait))
 		unix.Ppoll(fds[:n], &ts, nil)

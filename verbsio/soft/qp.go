@@ -43,33 +43,16 @@ type qp struct {
 	sqDone uint32 // send WQEs before this are retired (their completion polled)
 	rqPI   uint32
 
-	// RC/UC connection.
-	peer    *peer
-	remote  *qpRecord // the connected QP's record, in the peer's control segment
-	recv    recvTarget
-	recvOK  bool
-	destQPN uint32
+	destQPN uint32 // RC/UC: the connected QP
 
-	u *udpQP // udp fabric transport; nil on shm
+	t qpTransport // the QP's side on the context's fabric
 
 	pace *pace.Bucket // packet pacing; nil when not rate limited
 	seg  verbsio.Segmenter
 
-	// Head-of-line wait (RNR, or no response from the target).
-	blocked    bool
-	blockKind  uint8
-	blockStart int64
-	retryAt    int64
-	paceDue    int64 // when the pacer let the held head request go (takePace)
-	rnrLeft    int
-
 	// Scratch for the fast path, sized at creation.
 	src   [][]byte
 	rsges []ring.SGE
-	refs  []remoteRef
-	iov   []unix.Iovec
-	riov  []unix.RemoteIovec
-	grh   [grhSize]byte
 }
 
 var _ verbsio.QPImpl = (*qp)(nil)
@@ -113,27 +96,22 @@ func (p *pd) CreateQP(attr verbsio.QPInitAttr) (verbsio.QPImpl, error) {
 		s = ss
 	}
 	cp := attr.Cap
-	if cp.MaxSendWR <= 0 || cp.MaxSendWR > shmMaxQPWR {
-		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max_send_wr %d is outside 1..%d", cp.MaxSendWR, shmMaxQPWR)
+	if cp.MaxSendWR <= 0 || cp.MaxSendWR > maxQPWR {
+		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max_send_wr %d is outside 1..%d", cp.MaxSendWR, maxQPWR)
 	}
-	if s == nil && (cp.MaxRecvWR <= 0 || cp.MaxRecvWR > shmMaxQPWR) {
-		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max_recv_wr %d is outside 1..%d", cp.MaxRecvWR, shmMaxQPWR)
+	if s == nil && (cp.MaxRecvWR <= 0 || cp.MaxRecvWR > maxQPWR) {
+		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max_recv_wr %d is outside 1..%d", cp.MaxRecvWR, maxQPWR)
 	}
-	if cp.MaxSendSGE > shmMaxSGE || cp.MaxRecvSGE > shmMaxSGE || cp.MaxSendSGE < 0 || cp.MaxRecvSGE < 0 {
-		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max SGE per request is %d", shmMaxSGE)
+	if cp.MaxSendSGE > maxSGEs || cp.MaxRecvSGE > maxSGEs || cp.MaxSendSGE < 0 || cp.MaxRecvSGE < 0 {
+		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max SGE per request is %d", maxSGEs)
 	}
-	if cp.MaxInlineData < 0 || cp.MaxInlineData > shmMaxInline {
-		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max_inline_data %d is above the device's %d", cp.MaxInlineData, shmMaxInline)
+	if cp.MaxInlineData < 0 || cp.MaxInlineData > maxInline {
+		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max_inline_data %d is above the device's %d", cp.MaxInlineData, maxInline)
 	}
-	if c.udp != nil && c.udp.queryOnly {
-		return nil, verbsio.Errorf("create_qp", unix.EPERM, "%s was opened for queries only (OpenOptions.QueryOnly); open it without", c.info.Name)
+	if err := c.fab.checkQP(&attr); err != nil {
+		return nil, err
 	}
-	switch {
-	case attr.Segmenter == verbsio.SegmentKernel && c.udp == nil:
-		return nil, verbsio.Errorf("create_qp", unix.EOPNOTSUPP, "%s moves no packets: TSO (kernel segmentation) applies to the udp fabric", c.info.Name)
-	case attr.Segmenter == verbsio.SegmentKernel && !c.udp.gso:
-		return nil, verbsio.Errorf("create_qp", unix.EOPNOTSUPP, "TSO is unavailable on %s: %s", c.info.Name, c.udp.gsoWhy)
-	case attr.Segmenter > verbsio.SegmentEngine:
+	if attr.Segmenter > verbsio.SegmentEngine {
 		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "unknown segmenter %d", attr.Segmenter)
 	}
 	cp.MaxSendSGE = max(cp.MaxSendSGE, 1)
@@ -245,11 +223,9 @@ func (p *pd) createQP(attr verbsio.QPInitAttr, cp verbsio.QPCap, s *srq, sendCQ,
 	}
 	q.qpn = c.qpTag[idx]<<qpIndexBits | uint32(idx)
 	q.src = make([][]byte, max(cp.MaxSendSGE, 1))
-	q.rsges = make([]ring.SGE, shmMaxSGE)
-	q.refs = make([]remoteRef, shmMaxSGE)
-	q.iov = make([]unix.Iovec, 1)
-	q.riov = make([]unix.RemoteIovec, 1)
+	q.rsges = make([]ring.SGE, maxSGEs)
 	q.attr.Cap = cp
+	q.t = c.fab.newQP(q)
 
 	rec := c.ctrl.qp(q.idx)
 	q.rec = rec
@@ -326,37 +302,25 @@ func (q *qp) Modify(attr *verbsio.QPAttr, mask verbsio.QPAttrMask) error {
 	if mask&verbsio.QPAttrPkeyIndex != 0 && attr.PkeyIndex != 0 {
 		return verbsio.Errorf("modify_qp", unix.EINVAL, "pkey_index %d: the P_Key table has one entry", attr.PkeyIndex)
 	}
-	if mask&verbsio.QPAttrMaxDestRdAtomic != 0 && attr.MaxDestRdAtomic > shmMaxRdAtomic {
-		return verbsio.Errorf("modify_qp", unix.EINVAL, "max_dest_rd_atomic %d is above the device's %d", attr.MaxDestRdAtomic, shmMaxRdAtomic)
+	if mask&verbsio.QPAttrMaxDestRdAtomic != 0 && attr.MaxDestRdAtomic > maxRdAtomic {
+		return verbsio.Errorf("modify_qp", unix.EINVAL, "max_dest_rd_atomic %d is above the device's %d", attr.MaxDestRdAtomic, maxRdAtomic)
 	}
-	if mask&verbsio.QPAttrMaxQPRdAtomic != 0 && attr.MaxRdAtomic > shmMaxRdAtomic {
-		return verbsio.Errorf("modify_qp", unix.EINVAL, "max_rd_atomic %d is above the device's %d", attr.MaxRdAtomic, shmMaxRdAtomic)
+	if mask&verbsio.QPAttrMaxQPRdAtomic != 0 && attr.MaxRdAtomic > maxRdAtomic {
+		return verbsio.Errorf("modify_qp", unix.EINVAL, "max_rd_atomic %d is above the device's %d", attr.MaxRdAtomic, maxRdAtomic)
 	}
-	if mask&verbsio.QPAttrAV != 0 && attr.AH.SGIDIndex != 0 && q.ctx.udp == nil {
-		return verbsio.Errorf("modify_qp", unix.EINVAL, "sgid_index %d: the GID table has one entry (index 0)", attr.AH.SGIDIndex)
+	if mask&verbsio.QPAttrAV != 0 {
+		if err := q.ctx.checkSGID("modify_qp", attr.AH.SGIDIndex); err != nil {
+			return err
+		}
 	}
 	if mask&verbsio.QPAttrRateLimit != 0 && attr.RateLimit != 0 && (attr.RateLimit < paceMinKbps || attr.RateLimit > paceMaxKbps) {
 		return verbsio.Errorf("modify_qp", unix.EINVAL, "rate_limit %d kbit/s is outside %d..%d (rdiag info shows packet_pacing)", attr.RateLimit, paceMinKbps, paceMaxKbps)
 	}
-	c := q.ctx
-	if c.udp != nil {
-		if err := q.udpModify(next, attr, mask); err != nil {
-			return err
-		}
-	} else if next == verbsio.QPStateRTR && q.state != verbsio.QPStateRTR && (q.typ == verbsio.QPTypeRC || q.typ == verbsio.QPTypeUC) {
-		c.mu.Lock()
-		p, err := c.attachPeerLocked(attr.AH.DGID)
-		c.mu.Unlock()
-		if err != nil {
-			return err
-		}
-		q.dropPeer()
-		q.peer = p
+	if err := q.t.modify(next, attr, mask); err != nil {
+		return err
+	}
+	if next == verbsio.QPStateRTR && q.state != verbsio.QPStateRTR && (q.typ == verbsio.QPTypeRC || q.typ == verbsio.QPTypeUC) {
 		q.destQPN = attr.DestQPN
-		q.remote = p.ctrl.qp(qpIndex(attr.DestQPN))
-		q.recvOK = false
-		q.rec.destQPN.Store(attr.DestQPN)
-		q.rec.destNonce.Store(p.id.nonce)
 	}
 	q.storeAttr(attr, mask)
 	switch next {
@@ -424,10 +388,8 @@ func (q *qp) storeAttr(a *verbsio.QPAttr, mask verbsio.QPAttrMask) {
 	}
 	if mask&verbsio.QPAttrRateLimit != 0 {
 		t.RateLimit, t.MaxBurstSize, t.TypicalPktSize = a.RateLimit, a.MaxBurstSize, a.TypicalPktSize
-		q.pace, q.paceDue = nil, 0
-		if q.u != nil {
-			q.u.paceDue = 0 // a hold of the old rate is no credit under the new one
-		}
+		q.pace = nil
+		q.t.paceChanged() // a hold of the old rate is no credit under the new one
 		if a.RateLimit != 0 {
 			burst := max(uint64(a.MaxBurstSize), uint64(a.TypicalPktSize), paceMinBurst)
 			q.pace = pace.New(uint64(a.RateLimit)*1000, burst)
@@ -445,9 +407,7 @@ const (
 // reset returns the QP to its state after creation: empty queues, no
 // connection, default attributes.
 func (q *qp) reset() {
-	q.unblock()
-	q.dropPeer()
-	q.udpReset()
+	q.t.reset()
 	q.sqPI, q.sqExec, q.sqDone = 0, 0, 0
 	q.dbrec.Store(0)
 	if q.rq.Valid() {
@@ -457,21 +417,10 @@ func (q *qp) reset() {
 		q.rqPI = 0
 	}
 	q.attr = verbsio.QPAttr{Cap: q.cap}
-	q.pace, q.paceDue = nil, 0 // the rate limit is an attribute: RESET clears it
+	q.pace = nil // the rate limit is an attribute: RESET clears it
 	q.rec.destQPN.Store(0)
 	q.rec.destNonce.Store(0)
 	q.rec.access.Store(0)
-}
-
-func (q *qp) dropPeer() {
-	if q.peer == nil {
-		return
-	}
-	c := q.ctx
-	c.mu.Lock()
-	q.peer.releaseLocked()
-	c.mu.Unlock()
-	q.peer, q.remote, q.recvOK = nil, nil, false
 }
 
 // toErr moves the QP to ERR and flushes its queues: every send request not
@@ -483,18 +432,9 @@ func (q *qp) toErr() {
 	}
 	q.state = verbsio.QPStateErr
 	q.rec.state.Store(uint32(verbsio.QPStateErr))
-	q.unblock()
 	q.flushSQ()
 	q.flushRQ()
-	if u := q.u; u != nil {
-		u.sendPos = q.sqPI
-		u.deadline, u.rnrUntil = 0, 0
-		if u.rcv.active {
-			u.rcv.active = false
-			e := ring.CQE{WRID: u.rcv.id, Status: uint8(verbsio.StatusWRFlushErr), Opcode: uint8(verbsio.WCRecv), QPN: q.qpn}
-			q.recvCQ.ring.Push(&e, q.ctx.pid)
-		}
-	}
+	q.t.flush()
 }
 
 func (q *qp) flushSQ() {
@@ -586,17 +526,16 @@ func (q *qp) Destroy() error {
 // destroy releases the QP and returns the buffers of the application's
 // allocator it held, for the caller to free once it holds no lock.
 func (q *qp) destroy(closing bool) []*extBuf {
-	q.unblock()
-	q.dropPeer()
+	q.t.release()
 	c := q.ctx
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q.rec.state.Store(uint32(verbsio.QPStateReset))
 	q.rec.qpn.Store(0)
-	q.sendCQ.qps = removeQP(q.sendCQ.qps, q)
+	q.sendCQ.qps = remove(q.sendCQ.qps, q)
 	q.sendCQ.users--
 	if q.recvCQ != q.sendCQ {
-		q.recvCQ.qps = removeQP(q.recvCQ.qps, q)
+		q.recvCQ.qps = remove(q.recvCQ.qps, q)
 	}
 	q.recvCQ.users--
 	if q.srq != nil {
@@ -604,9 +543,6 @@ func (q *qp) destroy(closing bool) []*extBuf {
 	}
 	q.pd.users--
 	c.qps[q.idx].Store(nil)
-	if q.u != nil && c.udp != nil {
-		c.udp.forget(q)
-	}
 	if q.reg != nil {
 		c.dropRegion(q.reg)
 	}
@@ -616,9 +552,10 @@ func (q *qp) destroy(closing bool) []*extBuf {
 	return ext
 }
 
-func removeQP(list []*qp, q *qp) []*qp {
-	for i, x := range list {
-		if x == q {
+// remove deletes the first x from list, in place.
+func remove[T comparable](list []T, x T) []T {
+	for i, y := range list {
+		if y == x {
 			return append(list[:i], list[i+1:]...)
 		}
 	}

@@ -27,11 +27,11 @@ var _ verbsio.SRQImpl = (*srq)(nil)
 // CreateSRQ implements verbsio.PDImpl.
 func (p *pd) CreateSRQ(attr verbsio.SRQInitAttr) (verbsio.SRQImpl, error) {
 	c := p.ctx
-	if attr.MaxWR <= 0 || attr.MaxWR > shmMaxQPWR {
-		return nil, verbsio.Errorf("create_srq", unix.EINVAL, "max_wr %d is outside 1..%d", attr.MaxWR, shmMaxQPWR)
+	if attr.MaxWR <= 0 || attr.MaxWR > maxQPWR {
+		return nil, verbsio.Errorf("create_srq", unix.EINVAL, "max_wr %d is outside 1..%d", attr.MaxWR, maxQPWR)
 	}
-	if attr.MaxSGE < 0 || attr.MaxSGE > shmMaxSGE {
-		return nil, verbsio.Errorf("create_srq", unix.EINVAL, "max_sge %d is outside 1..%d", attr.MaxSGE, shmMaxSGE)
+	if attr.MaxSGE < 0 || attr.MaxSGE > maxSGEs {
+		return nil, verbsio.Errorf("create_srq", unix.EINVAL, "max_sge %d is outside 1..%d", attr.MaxSGE, maxSGEs)
 	}
 	maxSGE := max(attr.MaxSGE, 1)
 	depth := pow2(attr.MaxWR)

@@ -9,11 +9,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"unsafe"
+
 	"github.com/rperf/rperf/internal/roce"
 	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/dv"
 	"github.com/rperf/rperf/verbsio/soft/internal/udp"
 	"golang.org/x/sys/unix"
-	"unsafe"
 )
 
 // The udp fabric: RoCEv2 over UDP sockets. A context is bound to one
@@ -43,8 +45,11 @@ type udpCounters struct {
 	nakSent, nakRecv, timeouts, acksSent, rewinds atomic.Uint64
 }
 
-// udpFabric is a context's udp-fabric state.
+// udpFabric is udp_<netdev>'s fabric: RoCEv2 packets over UDP sockets,
+// moved by posting (the requester, udp_req.go) and polling (progress: the
+// responder, udp_resp.go, acknowledgements and timers).
 type udpFabric struct {
+	c     *Context
 	dev   udp.Netdev
 	port  uint16
 	gids  []verbsio.GIDEntry
@@ -55,7 +60,7 @@ type udpFabric struct {
 	// an idle socket would cost every poll a system call.
 	inUse atomic.Uint64
 
-	active []*qp // QPs with transport work: outstanding requests, READ responses, timers
+	active []*udpQP // QPs with transport work: outstanding requests, READ responses, timers
 
 	arena []byte
 	off   int
@@ -63,7 +68,7 @@ type udpFabric struct {
 	grp   txGroup
 	rx    roce.Packet
 	tx    roce.Packet
-	ackQ  []*qp
+	ackQ  []*udpQP
 
 	gso    bool
 	gsoWhy string
@@ -76,7 +81,7 @@ type udpFabric struct {
 	senders  atomic.Pointer[[]*udp.Conn]
 	netns    *udp.Netns // where the device was opened: senders are created there; nil if unknown
 
-	c         *udpCounters
+	cnt       *udpCounters
 	stats     *statsFile
 	queryOnly bool    // opened with OpenOptions.QueryOnly: no sockets
 	connErr   []error // why a GID's socket could not be bound
@@ -151,11 +156,11 @@ func openUDP(name string, o verbsio.OpenOptions) (*Context, error) {
 	}
 	info := verbsio.DeviceInfo{Name: name, Provider: ProviderName, Fabric: "udp", Transport: "InfiniBand",
 		NodeGUID: guidOf(dev), Netdev: dev.Name, Ports: 1}
-	c, err := openShm(info)
+	c, err := newContext(info)
 	if err != nil {
 		return nil, err
 	}
-	f := &udpFabric{dev: dev, arena: make([]byte, 1<<20), iovs: make([][]byte, 0, 8*udp.MaxIov)}
+	f := &udpFabric{c: c, dev: dev, arena: make([]byte, 1<<20), iovs: make([][]byte, 0, 8*udp.MaxIov)}
 	for i, a := range dev.Addrs {
 		f.gids = append(f.gids, verbsio.GIDEntry{Index: i, GID: verbsio.GIDFromAddr(a), Type: verbsio.GIDTypeRoCEv2, Netdev: dev.Name})
 	}
@@ -163,9 +168,9 @@ func openUDP(name string, o verbsio.OpenOptions) (*Context, error) {
 	f.def = bestGID(f.gids)
 	if o.QueryOnly {
 		f.port, f.queryOnly = RoCEPort, true
-		f.c = new(udpCounters)
+		f.cnt = new(udpCounters)
 		f.setGSO(udp.GSOSupported())
-		c.udp = f
+		c.fab = f
 		return c, nil
 	}
 	conn, err := listenUDP(netip.AddrPortFrom(f.bindAddr(f.def), uint16(port)))
@@ -188,8 +193,8 @@ func openUDP(name string, o verbsio.OpenOptions) (*Context, error) {
 		}
 	}
 	f.setGSO(conn.GSO())
-	f.stats, f.c = openStats(c.pid, c.nonce, name, dev.Name, f.port)
-	c.udp = f
+	f.stats, f.cnt = openStats(c.pid, c.nonce, name, dev.Name, f.port)
+	c.fab = f
 	return c, nil
 }
 
@@ -292,6 +297,46 @@ func (f *udpFabric) sendSockets(fn func(*udp.Conn)) {
 // every index from 63 on.
 func gidBit(i int) uint64 { return 1 << min(i, 63) }
 
+var (
+	_ fabric     = (*udpFabric)(nil)
+	_ progressor = (*udpFabric)(nil)
+)
+
+func (f *udpFabric) gidTable() []verbsio.GIDEntry { return append([]verbsio.GIDEntry(nil), f.gids...) }
+
+func (f *udpFabric) checkQP(attr *verbsio.QPInitAttr) error {
+	switch {
+	case f.queryOnly:
+		return verbsio.Errorf("create_qp", unix.EPERM, "%s was opened for queries only (OpenOptions.QueryOnly); open it without", f.c.info.Name)
+	case attr.Segmenter == verbsio.SegmentKernel && !f.gso:
+		return verbsio.Errorf("create_qp", unix.EOPNOTSUPP, "TSO is unavailable on %s: %s", f.c.info.Name, f.gsoWhy)
+	}
+	return nil
+}
+
+func (f *udpFabric) newQP(q *qp) qpTransport {
+	return &udpQP{q: q, f: f, req: make([]reqWQE, q.sq.Depth())}
+}
+
+// newAH gives a UD address handle a path of its own.
+func (f *udpFabric) newAH(a *ah, attr verbsio.AHAttr) error {
+	path, err := newUDPPath(f, int(attr.SGIDIndex), attr.DGID, attr.DLID, 0)
+	if err != nil {
+		e := err.(*verbsio.Error)
+		e.Op = "create_ah"
+		return e
+	}
+	a.ud = &path
+	return nil
+}
+
+// queueMemory: no peer maps anything of this process, so send queues,
+// receive queues and CQs may all come from the application (SRQ rings
+// stay in the engine's memory).
+func (f *udpFabric) queueMemory() dv.Resource {
+	return dv.ResSendQueue | dv.ResRecvQueue | dv.ResCQ
+}
+
 func (f *udpFabric) close() {
 	f.sendSockets(func(c *udp.Conn) { c.Close() })
 	if f.netns != nil {
@@ -323,8 +368,8 @@ func (f *udpFabric) portAttr() verbsio.PortAttr {
 
 const udpMaxMsgSize = 1 << 31
 
-func (f *udpFabric) deviceAttr(base verbsio.DeviceAttr) verbsio.DeviceAttr {
-	a := base
+func (f *udpFabric) deviceAttr() verbsio.DeviceAttr {
+	a := engineDeviceAttr()
 	a.NodeGUID = guidOf(f.dev)
 	a.SysImageGUID = a.NodeGUID
 	a.MaxMsgSize = udpMaxMsgSize
@@ -419,7 +464,7 @@ func (f *udpFabric) closeGroup() {
 		o = g.path.conn.Queue()
 	}
 	o.Iov, o.To, o.GSO = f.iovs[g.iov0:len(f.iovs):len(f.iovs)], g.path.to, gso
-	f.c.sent.Add(uint64(g.n))
+	f.cnt.sent.Add(uint64(g.n))
 	*g = txGroup{}
 }
 
@@ -453,8 +498,7 @@ func (f *udpFabric) flush() {
 // callers that are about to sleep call flushOut first. A busy-polling
 // ping-pong thus sends its acknowledgement and its next SEND in one system
 // call.
-func (c *Context) udpProgress() {
-	f := c.udp
+func (f *udpFabric) receive() {
 	f.flush()
 	used := f.inUse.Load()
 	for i, conn := range f.conns {
@@ -469,11 +513,11 @@ func (c *Context) udpProgress() {
 			for i := range in {
 				d := &in[i]
 				if d.Seg == 0 || d.Seg >= d.N {
-					c.udpInput(conn, d.Buf[:d.N], d.From)
+					f.input(conn, d.Buf[:d.N], d.From)
 					continue
 				}
 				for off := 0; off < d.N; off += d.Seg {
-					c.udpInput(conn, d.Buf[off:min(off+d.Seg, d.N)], d.From)
+					f.input(conn, d.Buf[off:min(off+d.Seg, d.N)], d.From)
 				}
 			}
 			f.sendAcks()
@@ -485,39 +529,38 @@ func (c *Context) udpProgress() {
 	if len(f.active) > 0 {
 		t := now()
 		for i := 0; i < len(f.active); i++ {
-			q := f.active[i]
-			q.udpTick(t)
+			f.active[i].tick(t)
 		}
 		f.prune()
 	}
 }
 
-// udpInput handles one datagram, b, from from.
-func (c *Context) udpInput(conn *udp.Conn, b []byte, from netip.AddrPort) {
-	f := c.udp
+// input handles one datagram, b, from from.
+func (f *udpFabric) input(conn *udp.Conn, b []byte, from netip.AddrPort) {
 	p := &f.rx
 	if err := p.Decode(b); err != nil {
-		f.c.malformed.Add(1)
+		f.cnt.malformed.Add(1)
 		return
 	}
 	if !verifyICRC(conn.LocalAddr(), from, b) {
-		f.c.icrcErrors.Add(1)
+		f.cnt.icrcErrors.Add(1)
 		return
 	}
 	if p.BTH.PKey != roce.DefaultPKey && p.BTH.PKey != 0x7fff {
-		f.c.badPKey.Add(1)
+		f.cnt.badPKey.Add(1)
 		return
 	}
-	q := c.qps[qpIndex(p.BTH.DestQP)].Load()
-	if q == nil || q.qpn != p.BTH.DestQP || q.u == nil {
-		f.c.unknownQP.Add(1)
+	q := f.c.qps[qpIndex(p.BTH.DestQP)].Load()
+	if q == nil || q.qpn != p.BTH.DestQP || q.state == verbsio.QPStateReset {
+		f.cnt.unknownQP.Add(1)
 		return
 	}
-	f.c.received.Add(1)
+	f.cnt.received.Add(1)
+	u := q.t.(*udpQP)
 	if p.BTH.Opcode.IsResponse() {
-		q.udpOnResponse(p, from)
+		u.onResponse(p, from)
 	} else {
-		q.udpOnRequest(p, from)
+		u.onRequest(p, from)
 	}
 }
 
@@ -540,31 +583,31 @@ func verifyICRC(local, from netip.AddrPort, b []byte) bool {
 	return err == nil && crc == roce.StoredICRC(b)
 }
 
-// activate puts q on the list of QPs the timer wheel visits.
-func (f *udpFabric) activate(q *qp) {
-	if !q.u.active {
-		q.u.active = true
-		f.active = append(f.active, q)
+// activate puts u on the list of QPs the timer wheel visits.
+func (f *udpFabric) activate(u *udpQP) {
+	if !u.active {
+		u.active = true
+		f.active = append(f.active, u)
 	}
 }
 
 // forget takes a destroyed QP off the timer wheel and the acknowledgement
 // queue: its rings and buffers are gone, and nothing may drive it again.
-func (f *udpFabric) forget(q *qp) {
-	f.active = removeQP(f.active, q)
-	f.ackQ = removeQP(f.ackQ, q)
-	*q.u = udpQP{f: f}
+func (f *udpFabric) forget(u *udpQP) {
+	f.active = remove(f.active, u)
+	f.ackQ = remove(f.ackQ, u)
+	*u = udpQP{f: f, q: u.q}
 }
 
 // prune drops QPs without transport work from the active list.
 func (f *udpFabric) prune() {
 	n := 0
-	for _, q := range f.active {
-		if q.u != nil && q.u.busy() {
-			f.active[n] = q
+	for _, u := range f.active {
+		if u.busy() {
+			f.active[n] = u
 			n++
-		} else if q.u != nil {
-			q.u.active = false
+		} else {
+			u.active = false
 		}
 	}
 	clear(f.active[n:])
@@ -575,8 +618,8 @@ func (f *udpFabric) prune() {
 func (f *udpFabric) nextDeadline() time.Duration {
 	best := time.Duration(-1)
 	t := now()
-	for _, q := range f.active {
-		for _, d := range [...]int64{q.u.deadline, q.u.paceAt, q.u.rnrUntil} {
+	for _, u := range f.active {
+		for _, d := range [...]int64{u.deadline, u.paceAt, u.rnrUntil} {
 			if d == 0 {
 				continue
 			}
@@ -616,25 +659,24 @@ func (f *udpFabric) pollFDs(fds []unix.PollFd) int {
 
 // sendAcks sends the coalesced acknowledgements owed after a batch.
 func (f *udpFabric) sendAcks() {
-	for _, q := range f.ackQ {
-		if q.u != nil && q.u.ackDue {
-			q.u.ackDue = false
-			q.sendAck(roce.ACKSyndrome(0x1f), q.u.ePSN.Add(-1))
+	for _, u := range f.ackQ {
+		if u.ackDue {
+			u.ackDue = false
+			u.sendAck(roce.ACKSyndrome(0x1f), u.ePSN.Add(-1))
 		}
 	}
 	clear(f.ackQ)
 	f.ackQ = f.ackQ[:0]
 }
 
-// udpWait is CQ.Wait on the udp fabric: progress until the CQ holds a
+// wait is CQ.Wait on the udp fabric: progress until the CQ holds a
 // completion, sleeping in ppoll on the sockets between packets and timers.
-func (q *cq) udpWait(deadline int64) error {
-	c := q.ctx
-	f := c.udp
+func (f *udpFabric) wait(q *cq, deadline int64) error {
+	c := f.c
 	step := func() (bool, time.Duration) {
 		c.lock()
 		defer c.unlock()
-		c.udpProgress()
+		f.receive()
 		return q.ready(), f.nextDeadline()
 	}
 	for i := 0; i < 200; i++ {
@@ -662,14 +704,10 @@ func (q *cq) udpWait(deadline int64) error {
 	}
 }
 
-// Counters returns the udp fabric's transport counters (nil on shm): what
-// rdiag shows, and what tests check.
-func (c *Context) Counters() map[string]uint64 {
-	f := c.udp
-	if f == nil {
-		return nil
-	}
-	vals := unsafe.Slice((*atomic.Uint64)(unsafe.Pointer(f.c)), len(counterNames))
+// counters are the transport's counters and its sockets' drops and send
+// errors.
+func (f *udpFabric) counters() map[string]uint64 {
+	vals := unsafe.Slice((*atomic.Uint64)(unsafe.Pointer(f.cnt)), len(counterNames))
 	m := make(map[string]uint64, len(counterNames)+2)
 	for i, name := range counterNames {
 		m[name] = vals[i].Load()
@@ -679,4 +717,18 @@ func (c *Context) Counters() map[string]uint64 {
 		m["socket_send_errors"] += conn.SendErrors.Load()
 	})
 	return m
+}
+
+// progress is the receive side and the timers, which every poll runs.
+func (f *udpFabric) progress(*cq) { f.receive() }
+
+// round is one round of background progress (Context.StartProgress).
+func (f *udpFabric) round(fds []unix.PollFd) (int, time.Duration) {
+	f.receive()
+	f.flush()
+	wait := 20 * time.Millisecond
+	if d := f.nextDeadline(); d >= 0 && d < wait {
+		wait = max(d, 10*time.Microsecond)
+	}
+	return f.pollFDs(fds), wait
 }

@@ -102,8 +102,11 @@ type atomEntry struct {
 	orig  uint64
 }
 
-// udpQP is a QP's udp-fabric transport state.
+// udpQP is a QP's side on the udp fabric: the path to its peer, the
+// requester's sequence numbers, window and timers, and the responder's
+// expected PSN, message in progress and READ and atomic state.
 type udpQP struct {
+	q    *qp
 	f    *udpFabric
 	path udpPath
 	mtu  int
@@ -140,7 +143,7 @@ type udpQP struct {
 		active bool
 		id     uint64
 		n      int
-		sges   [shmMaxSGE]ring.SGE
+		sges   [maxSGEs]ring.SGE
 		off    uint64
 	}
 	wr struct {
@@ -148,11 +151,11 @@ type udpQP struct {
 		mem    []byte
 		off    int
 	}
-	rdq   [shmMaxRdAtomic]readJob
+	rdq   [maxRdAtomic]readJob
 	rdSrc [1][]byte
 	rdHd  int
 	rdN   int
-	atoms [shmMaxRdAtomic]atomEntry
+	atoms [maxRdAtomic]atomEntry
 	atomI int
 }
 
@@ -161,14 +164,13 @@ func (u *udpQP) busy() bool {
 	return u.deadline != 0 || u.rdN > 0 || u.rnrUntil != 0 || u.paceAt != 0
 }
 
-// udpConnect sets up the transport at INIT->RTR (RC/UC: the peer's
-// address) and RTR->RTS (PSNs, timers).
-func (q *qp) udpModify(next verbsio.QPState, attr *verbsio.QPAttr, mask verbsio.QPAttrMask) error {
-	f := q.ctx.udp
-	if q.u == nil {
-		q.u = &udpQP{f: f, req: make([]reqWQE, q.sq.Depth())}
-	}
-	u := q.u
+var _ qpTransport = (*udpQP)(nil)
+
+// modify sets up the transport at INIT->RTR (RC/UC: the peer's address)
+// and RTR->RTS (PSNs, timers).
+func (u *udpQP) modify(next verbsio.QPState, attr *verbsio.QPAttr, mask verbsio.QPAttrMask) error {
+	q := u.q
+	f := u.f
 	switch next {
 	case verbsio.QPStateRTR:
 		if q.state == verbsio.QPStateRTR {
@@ -185,7 +187,6 @@ func (q *qp) udpModify(next verbsio.QPState, attr *verbsio.QPAttr, mask verbsio.
 			}
 			u.path = p
 			u.mtu = attr.PathMTU.Bytes()
-			q.destQPN = attr.DestQPN
 		} else {
 			pa := f.portAttr()
 			u.mtu = pa.ActiveMTU.Bytes()
@@ -212,25 +213,27 @@ func (q *qp) udpModify(next verbsio.QPState, attr *verbsio.QPAttr, mask verbsio.
 	return nil
 }
 
-// udpReset forgets the transport state (QP to RESET).
-func (q *qp) udpReset() {
-	if q.u == nil {
-		return
-	}
-	u := q.u
-	*u = udpQP{f: u.f, req: u.req, active: u.active}
+// reset forgets the transport state (QP to RESET).
+func (u *udpQP) reset() {
+	*u = udpQP{q: u.q, f: u.f, req: u.req, active: u.active}
 	clear(u.req)
 }
 
-// UD address handles carry a path of their own.
-func (a *ah) udpPath() *udpPath { return a.ud }
+// paceChanged drops a hold of the old rate: it is no credit under the new
+// one.
+func (u *udpQP) paceChanged() { u.paceDue = 0 }
 
-func (c *Context) createUDPAH(p *pd, attr verbsio.AHAttr) (*ah, error) {
-	path, err := newUDPPath(c.udp, int(attr.SGIDIndex), attr.DGID, attr.DLID, 0)
-	if err != nil {
-		e := err.(*verbsio.Error)
-		e.Op = "create_ah"
-		return nil, e
+// flush stops the requester (everything up to sqPI was flushed) and its
+// timers, and flushes the receive WQE a message was being placed into.
+func (u *udpQP) flush() {
+	q := u.q
+	u.sendPos = q.sqPI
+	u.deadline, u.rnrUntil = 0, 0
+	if u.rcv.active {
+		u.rcv.active = false
+		e := ring.CQE{WRID: u.rcv.id, Status: uint8(verbsio.StatusWRFlushErr), Opcode: uint8(verbsio.WCRecv), QPN: q.qpn}
+		q.recvCQ.ring.Push(&e, q.ctx.pid)
 	}
-	return &ah{ctx: c, pd: p, ud: &path}, nil
 }
+
+func (u *udpQP) release() { u.f.forget(u) }

@@ -24,16 +24,17 @@ const (
 // holding the PSN to resend.
 
 // udpExecute is the udp fabric's doorbell.
-func (q *qp) udpExecute() {
+func (u *udpQP) execute() {
+	q := u.q
 	if q.state == verbsio.QPStateErr {
 		q.flushSQ()
 		return
 	}
-	q.udpTransmit()
-	q.ctx.udp.flush()
+	u.transmit()
+	u.f.flush()
 }
 
-func (q *qp) slot(pos uint32) *reqWQE { return &q.u.req[pos&(q.sq.Depth()-1)] }
+func (u *udpQP) slot(pos uint32) *reqWQE { return &u.req[pos&(u.q.sq.Depth()-1)] }
 
 // onlyOpcode returns the single-packet RoCE opcode of a SEND or RDMA WRITE
 // WQE on a QP of type t; roce.Segment cuts longer messages from it.
@@ -67,11 +68,12 @@ func npackets(n uint64, mtu int) int {
 }
 
 // outstandingReads counts READ and atomic WQEs on the wire.
-func (q *qp) outstandingReads() int {
+func (u *udpQP) outstandingReads() int {
+	q := u.q
 	n := 0
-	for pos := q.sqExec; pos != q.u.sendPos; pos++ {
+	for pos := q.sqExec; pos != u.sendPos; pos++ {
 		op := verbsio.Opcode(q.sq.WQE(pos).Opcode)
-		if (op == verbsio.OpRDMARead || op.IsAtomic()) && !q.slot(pos).done {
+		if (op == verbsio.OpRDMARead || op.IsAtomic()) && !u.slot(pos).done {
 			n++
 		}
 	}
@@ -79,8 +81,8 @@ func (q *qp) outstandingReads() int {
 }
 
 // udpTransmit puts WQEs from sendPos on the wire.
-func (q *qp) udpTransmit() {
-	u := q.u
+func (u *udpQP) transmit() {
+	q := u.q
 	f := u.f
 	if u.rnrUntil != 0 || u.paceAt != 0 {
 		return
@@ -89,7 +91,7 @@ func (q *qp) udpTransmit() {
 		if u.cwnd == 0 {
 			u.cwnd = maxInflight
 		}
-		if !u.forceAck && int(psn.Diff(q.unaPSN(), u.sqPSN)) >= u.cwnd {
+		if !u.forceAck && int(psn.Diff(u.unaPSN(), u.sqPSN)) >= u.cwnd {
 			// The window is full. A message that must ask for an
 			// acknowledgement (a tail probe, a resend after a timeout)
 			// goes anyway: held back, nothing would ever answer.
@@ -97,7 +99,7 @@ func (q *qp) udpTransmit() {
 		}
 		pos := u.sendPos
 		w := q.sq.WQE(pos)
-		r := q.slot(pos)
+		r := u.slot(pos)
 		op := verbsio.Opcode(w.Opcode)
 		if !r.started {
 			*r = reqWQE{started: true, first: u.sqPSN}
@@ -107,19 +109,19 @@ func (q *qp) udpTransmit() {
 				continue
 			}
 		}
-		if (op == verbsio.OpRDMARead || op.IsAtomic()) && q.outstandingReads() >= max(int(q.attr.MaxRdAtomic), 1) {
+		if (op == verbsio.OpRDMARead || op.IsAtomic()) && u.outstandingReads() >= max(int(q.attr.MaxRdAtomic), 1) {
 			break
 		}
 		var st verbsio.Status
 		switch {
 		case op == verbsio.OpRDMARead:
-			st = q.sendRead(pos, w, r)
+			st = u.sendRead(pos, w, r)
 		case op.IsAtomic():
-			st = q.sendAtomic(pos, w, r)
+			st = u.sendAtomic(pos, w, r)
 		case q.typ == verbsio.QPTypeUD:
-			st = q.sendUD(pos, w, r)
+			st = u.sendUD(pos, w, r)
 		default:
-			st = q.sendMessage(pos, w, r)
+			st = u.sendMessage(pos, w, r)
 		}
 		if st == statusPaused {
 			break
@@ -136,11 +138,11 @@ func (q *qp) udpTransmit() {
 	}
 	if q.typ == verbsio.QPTypeRC && q.sqExec != u.sendPos {
 		if u.deadline == 0 {
-			q.arm()
+			u.arm()
 		}
-		f.activate(q)
+		f.activate(u)
 	}
-	q.completeDone()
+	u.completeDone()
 }
 
 // ackEvery is how many messages a requester sends without asking for an
@@ -156,8 +158,8 @@ const probeDelay = 200_000
 
 // wantAck decides whether the last packet of the WQE at pos asks for an
 // acknowledgement, and records it.
-func (q *qp) wantAck(pos uint32, p psn.PSN) bool {
-	u := q.u
+func (u *udpQP) wantAck(pos uint32, p psn.PSN) bool {
+	q := u.q
 	if q.typ != verbsio.QPTypeRC {
 		return false
 	}
@@ -168,15 +170,14 @@ func (q *qp) wantAck(pos uint32, p psn.PSN) bool {
 		u.sinceAck++
 		return false
 	}
-	q.expectAnswer(p)
+	u.expectAnswer(p)
 	u.sinceAck, u.forceAck = 0, false
 	return true
 }
 
 // expectAnswer records that packet p asks for an answer (an ACK, READ
 // responses or an atomic ACK): the retransmission timer now runs.
-func (q *qp) expectAnswer(p psn.PSN) {
-	u := q.u
+func (u *udpQP) expectAnswer(p psn.PSN) {
 	if !u.ackOut {
 		u.ackOut = true
 		u.deadline = 0
@@ -186,8 +187,8 @@ func (q *qp) expectAnswer(p psn.PSN) {
 
 // arm sets the timer: the retransmission timeout while an answer is
 // awaited, the probe delay while only unacknowledged messages wait.
-func (q *qp) arm() {
-	u := q.u
+func (u *udpQP) arm() {
+	q := u.q
 	if q.sqExec == u.sendPos {
 		u.deadline = 0
 		return
@@ -207,16 +208,17 @@ func (q *qp) arm() {
 }
 
 // unaPSN is the oldest PSN on the wire not acknowledged.
-func (q *qp) unaPSN() psn.PSN {
-	if q.sqExec == q.u.sendPos {
-		return q.u.sqPSN
+func (u *udpQP) unaPSN() psn.PSN {
+	q := u.q
+	if q.sqExec == u.sendPos {
+		return u.sqPSN
 	}
-	return q.slot(q.sqExec).first
+	return u.slot(q.sqExec).first
 }
 
 // header fills the transmit packet's BTH.
-func (q *qp) header(op roce.Opcode, p psn.PSN, ackReq bool, dest uint32) *roce.Packet {
-	t := &q.u.f.tx
+func (u *udpQP) header(op roce.Opcode, p psn.PSN, ackReq bool, dest uint32) *roce.Packet {
+	t := &u.f.tx
 	t.BTH = roce.BTH{Opcode: op, PKey: roce.DefaultPKey, DestQP: dest, AckReq: ackReq, PSN: p}
 	return t
 }
@@ -229,8 +231,9 @@ func (q *qp) header(op roce.Opcode, p psn.PSN, ackReq bool, dest uint32) *roce.P
 // is memory later requests may change before the batch leaves, so it is
 // copied (snapshot). The ICRC is computed for the packet's place in its
 // GSO group.
-func (q *qp) sendPacket(path *udpPath, srcs [][]byte, off uint64, n int, snapshot bool) {
-	f := q.u.f
+func (u *udpQP) sendPacket(path *udpPath, srcs [][]byte, off uint64, n int, snapshot bool) {
+	q := u.q
+	f := u.f
 	t := &f.tx
 	hl := t.BTH.Opcode.Layout().HeaderLen
 	pad := roce.PadLen(n)
@@ -278,11 +281,11 @@ func (q *qp) sendPacket(path *udpPath, srcs [][]byte, off uint64, n int, snapsho
 
 // sendControl sends the header-only packet in f.tx (ACK, READ request,
 // atomic request or ACK).
-func (q *qp) sendControl(path *udpPath) { q.sendPacket(path, nil, 0, 0, false) }
+func (u *udpQP) sendControl(path *udpPath) { u.sendPacket(path, nil, 0, 0, false) }
 
 // sendMessage transmits a SEND or RDMA WRITE from sendOff to its end.
-func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
-	u := q.u
+func (u *udpQP) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
+	q := u.q
 	total, nsrc, st := q.gather(pos, w)
 	if st != verbsio.StatusSuccess {
 		return st
@@ -308,20 +311,20 @@ func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 			// refills (udpTick).
 			u.sendOff = off
 			u.paceAt = t0 + max(q.pace.Wait(uint64(n), t0), 1)
-			u.f.activate(q)
+			u.f.activate(u)
 			return statusPaused
 		}
 		rop, _ := seg.Opcode(i)
 		last := i == npkt-1
-		t := q.header(rop, u.sqPSN, last && q.wantAck(pos, u.sqPSN), q.destQPN)
+		t := u.header(rop, u.sqPSN, last && u.wantAck(pos, u.sqPSN), q.destQPN)
 		if rop.Layout().Has(roce.ExtRETH) {
 			t.RETH = roce.RETH{VA: w.RAddr, RKey: w.RKey, DMALen: uint32(total)}
 		}
 		if rop.Layout().Has(roce.ExtImmDt) {
 			t.ImmDt = roce.ImmDt{Data: w.Imm}
 		}
-		q.sendPacket(&u.path, srcs, off, n, false)
-		q.countSent(1)
+		u.sendPacket(&u.path, srcs, off, n, false)
+		u.countSent(1)
 		u.sqPSN = u.sqPSN.Next()
 	}
 	r.end = u.sqPSN
@@ -331,10 +334,9 @@ func (q *qp) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 // countSent counts the request packet at sqPSN, which spans n PSNs (a
 // READ request spans its responses): a retransmission when that PSN went
 // out before.
-func (q *qp) countSent(n int) {
-	u := q.u
+func (u *udpQP) countSent(n int) {
 	if psn.Diff(u.highPSN, u.sqPSN) < 0 {
-		u.f.c.retransmitted.Add(1)
+		u.f.cnt.retransmitted.Add(1)
 	}
 	if end := u.sqPSN.Add(n); psn.Diff(u.highPSN, end) > 0 {
 		u.highPSN = end
@@ -346,8 +348,8 @@ func (q *qp) countSent(n int) {
 const statusPaused verbsio.Status = 0xff
 
 // sendRead transmits a READ request for the part not yet received.
-func (q *qp) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
-	u := q.u
+func (u *udpQP) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
+	q := u.q
 	total, _, st := q.scatterLocal(pos, w)
 	if st != verbsio.StatusSuccess {
 		return st
@@ -355,20 +357,20 @@ func (q *qp) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	r.total = total
 	off := uint64(r.first.Forward(u.sqPSN)) * uint64(u.mtu) // after a go-back, what arrived already
 	rest := total - min(total, off)
-	t := q.header(roce.RCReadRequest, u.sqPSN, true, q.destQPN)
+	t := u.header(roce.RCReadRequest, u.sqPSN, true, q.destQPN)
 	t.RETH = roce.RETH{VA: w.RAddr + off, RKey: w.RKey, DMALen: uint32(rest)}
-	q.sendControl(&u.path)
+	u.sendControl(&u.path)
 	r.rdNext = u.sqPSN
-	q.countSent(npackets(rest, u.mtu))
+	u.countSent(npackets(rest, u.mtu))
 	u.sqPSN = u.sqPSN.Add(npackets(rest, u.mtu))
 	r.end = u.sqPSN
-	q.expectAnswer(u.sqPSN.Add(-1))
+	u.expectAnswer(u.sqPSN.Add(-1))
 	return verbsio.StatusSuccess
 }
 
 // sendAtomic transmits a COMPARE_SWAP or FETCH_ADD.
-func (q *qp) sendAtomic(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
-	u := q.u
+func (u *udpQP) sendAtomic(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
+	q := u.q
 	total, n, st := q.scatterLocal(pos, w)
 	if st != verbsio.StatusSuccess {
 		return st
@@ -380,23 +382,23 @@ func (q *qp) sendAtomic(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	if verbsio.Opcode(w.Opcode) == verbsio.OpAtomicCmpSwp {
 		op = roce.RCCompareSwap
 	}
-	t := q.header(op, u.sqPSN, true, q.destQPN)
+	t := u.header(op, u.sqPSN, true, q.destQPN)
 	t.AtomicETH = roce.AtomicETH{VA: w.RAddr, RKey: w.RKey, SwapAdd: w.CompareAdd, Compare: 0}
 	if op == roce.RCCompareSwap {
 		t.AtomicETH.SwapAdd, t.AtomicETH.Compare = w.Swap, w.CompareAdd
 	}
-	q.sendControl(&u.path)
+	u.sendControl(&u.path)
 	r.total = 8
-	q.expectAnswer(u.sqPSN)
-	q.countSent(1)
+	u.expectAnswer(u.sqPSN)
+	u.countSent(1)
 	u.sqPSN = u.sqPSN.Next()
 	r.end = u.sqPSN
 	return verbsio.StatusSuccess
 }
 
 // sendUD transmits a UD SEND through the WQE's address handle.
-func (q *qp) sendUD(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
-	u := q.u
+func (u *udpQP) sendUD(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
+	q := u.q
 	if w.AH == 0 || w.AH > maxAH {
 		return verbsio.StatusLocQPOpErr
 	}
@@ -416,11 +418,11 @@ func (q *qp) sendUD(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	if q.pace != nil {
 		if t0 := now(); !q.takePace(uint64(n), t0, &u.paceDue) {
 			u.paceAt = t0 + max(q.pace.Wait(uint64(n), t0), 1)
-			u.f.activate(q)
+			u.f.activate(u)
 			return statusPaused
 		}
 	}
-	t := q.header(op, u.sqPSN, false, w.UDQPN)
+	t := u.header(op, u.sqPSN, false, w.UDQPN)
 	qkey := w.UDQKey
 	if qkey&0x80000000 != 0 {
 		qkey = q.attr.QKey
@@ -429,7 +431,7 @@ func (q *qp) sendUD(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	if op.Layout().Has(roce.ExtImmDt) {
 		t.ImmDt = roce.ImmDt{Data: w.Imm}
 	}
-	q.sendPacket(a.ud, q.src[:nsrc], 0, n, false)
+	u.sendPacket(a.ud, q.src[:nsrc], 0, n, false)
 	u.sqPSN = u.sqPSN.Next()
 	r.total = total
 	return verbsio.StatusSuccess
@@ -437,10 +439,10 @@ func (q *qp) sendUD(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 
 // completeDone retires finished WQEs in order: a completion for signaled
 // successes and for every error; an error moves the QP to ERR.
-func (q *qp) completeDone() {
-	u := q.u
+func (u *udpQP) completeDone() {
+	q := u.q
 	for q.sqExec != u.sendPos {
-		r := q.slot(q.sqExec)
+		r := u.slot(q.sqExec)
 		if !r.done {
 			break
 		}
@@ -459,32 +461,34 @@ func (q *qp) completeDone() {
 		r.started = false
 		q.sqExec++
 	}
-	if u.ackOut && psn.Diff(u.reqAck, q.unaPSN()) > 0 {
+	if u.ackOut && psn.Diff(u.reqAck, u.unaPSN()) > 0 {
 		u.ackOut = false // answered
 		u.deadline = 0
 	}
-	if u.nakActed && psn.Diff(u.nakPSN, q.unaPSN()) > 0 {
+	if u.nakActed && psn.Diff(u.nakPSN, u.unaPSN()) > 0 {
 		u.nakActed = false // the loss at nakPSN is repaired
 	}
 	if q.sqExec == u.sendPos {
 		u.deadline = 0
 	} else if u.deadline == 0 {
-		q.arm()
+		u.arm()
 	}
 }
 
 // lastSentPSN is the PSN of the last packet on the wire.
-func (q *qp) lastSentPSN() (psn.PSN, bool) {
-	if q.sqExec == q.u.sendPos {
+func (u *udpQP) lastSentPSN() (psn.PSN, bool) {
+	q := u.q
+	if q.sqExec == u.sendPos {
 		return 0, false
 	}
-	return q.u.sqPSN.Add(-1), true
+	return u.sqPSN.Add(-1), true
 }
 
 // wqeAt finds the WQE on the wire whose PSN range holds p.
-func (q *qp) wqeAt(p psn.PSN) (uint32, bool) {
-	for pos := q.sqExec; pos != q.u.sendPos; pos++ {
-		r := q.slot(pos)
+func (u *udpQP) wqeAt(p psn.PSN) (uint32, bool) {
+	q := u.q
+	for pos := q.sqExec; pos != u.sendPos; pos++ {
+		r := u.slot(pos)
 		if psn.Diff(r.first, p) >= 0 && psn.Diff(p, r.end) > 0 {
 			return pos, true
 		}
@@ -493,11 +497,11 @@ func (q *qp) wqeAt(p psn.PSN) (uint32, bool) {
 }
 
 // ackUpTo handles an acknowledgement of every PSN up to and including p.
-func (q *qp) ackUpTo(p psn.PSN) {
-	u := q.u
+func (u *udpQP) ackUpTo(p psn.PSN) {
+	q := u.q
 	progress := false
 	for pos := q.sqExec; pos != u.sendPos; pos++ {
-		r := q.slot(pos)
+		r := u.slot(pos)
 		if r.done {
 			continue
 		}
@@ -508,14 +512,14 @@ func (q *qp) ackUpTo(p psn.PSN) {
 		if op == verbsio.OpRDMARead || op.IsAtomic() {
 			// Acknowledged past a READ or atomic whose response never
 			// came: the response was lost; ask again.
-			q.goBackOnce(r.rdNextOrFirst(op))
+			u.goBackOnce(r.rdNextOrFirst(op))
 			break
 		}
 		r.done = true
 		progress = true
 	}
 	if progress {
-		q.madeProgress()
+		u.madeProgress()
 	}
 }
 
@@ -527,8 +531,8 @@ func (r *reqWQE) rdNextOrFirst(op verbsio.Opcode) psn.PSN {
 }
 
 // madeProgress resets the retry budget and restarts the timer.
-func (q *qp) madeProgress() {
-	u := q.u
+func (u *udpQP) madeProgress() {
+	q := u.q
 	u.recovering = false
 	u.cwnd = min(u.cwnd+minWindow, maxInflight)
 	u.retryLeft = int(q.attr.RetryCnt)
@@ -541,19 +545,17 @@ func (q *qp) madeProgress() {
 // oldest unacknowledged PSN passes it or a timeout resends it. Later
 // WQEs completing is no reason to act again: their responses come from
 // the first transmission and each would rewind the window once more.
-func (q *qp) goBackOnce(p psn.PSN) {
-	u := q.u
+func (u *udpQP) goBackOnce(p psn.PSN) {
 	if u.nakActed && u.nakPSN == p {
 		return
 	}
 	u.nakActed, u.nakPSN = true, p
-	q.goBack(p)
+	u.goBack(p)
 }
 
 // goBack rewinds transmission to PSN p (go-back-N) after a loss.
-func (q *qp) goBack(p psn.PSN) {
-	u := q.u
-	if !q.rewind(p) {
+func (u *udpQP) goBack(p psn.PSN) {
+	if !u.rewind(p) {
 		return
 	}
 	u.recovering = true
@@ -561,18 +563,18 @@ func (q *qp) goBack(p psn.PSN) {
 	// minWindow) so that a lossy path is not flooded with resends; each
 	// acknowledgement that makes progress grows it back.
 	u.cwnd = max(u.cwnd/2, minWindow)
-	u.f.c.rewinds.Add(1)
+	u.f.cnt.rewinds.Add(1)
 }
 
 // rewind moves transmission back to PSN p; false when no WQE on the wire
 // holds p.
-func (q *qp) rewind(p psn.PSN) bool {
-	u := q.u
-	pos, ok := q.wqeAt(p)
+func (u *udpQP) rewind(p psn.PSN) bool {
+	q := u.q
+	pos, ok := u.wqeAt(p)
 	if !ok {
 		return false
 	}
-	r := q.slot(pos)
+	r := u.slot(pos)
 	u.sendPos = pos
 	u.sqPSN = p
 	op := verbsio.Opcode(q.sq.WQE(pos).Opcode)
@@ -587,7 +589,7 @@ func (q *qp) rewind(p psn.PSN) bool {
 		u.sendOff = uint64(r.first.Forward(p)) * uint64(u.mtu)
 	}
 	for i := pos; i != q.sqPI; i++ {
-		s := q.slot(i)
+		s := u.slot(i)
 		if i != pos {
 			s.started = false
 		}
@@ -597,10 +599,10 @@ func (q *qp) rewind(p psn.PSN) bool {
 }
 
 // udpOnResponse handles an ACK, NAK, READ response or atomic ACK.
-func (q *qp) udpOnResponse(p *roce.Packet, from netip.AddrPort) {
-	u := q.u
+func (u *udpQP) onResponse(p *roce.Packet, from netip.AddrPort) {
+	q := u.q
 	if q.typ != verbsio.QPTypeRC || !fromPeer(from, u.path.to) || q.state == verbsio.QPStateErr {
-		u.f.c.wrongPeer.Add(1)
+		u.f.cnt.wrongPeer.Add(1)
 		return
 	}
 	ps := p.BTH.PSN
@@ -609,67 +611,67 @@ func (q *qp) udpOnResponse(p *roce.Packet, from netip.AddrPort) {
 		syn := p.AETH.Syndrome
 		switch {
 		case syn.IsACK():
-			q.ackUpTo(ps)
+			u.ackUpTo(ps)
 		case syn.IsRNRNAK():
-			u.f.c.rnrNakRecv.Add(1)
-			q.ackUpTo(ps.Add(-1))
-			q.onRNR(ps, syn.Value())
+			u.f.cnt.rnrNakRecv.Add(1)
+			u.ackUpTo(ps.Add(-1))
+			u.onRNR(ps, syn.Value())
 		default:
-			u.f.c.nakRecv.Add(1)
-			q.ackUpTo(ps.Add(-1))
+			u.f.cnt.nakRecv.Add(1)
+			u.ackUpTo(ps.Add(-1))
 			switch syn.NAKCode() {
 			case roce.NAKPSNSequenceError:
-				q.goBackOnce(ps)
+				u.goBackOnce(ps)
 			case roce.NAKInvalidRequest:
-				q.failAt(ps, verbsio.StatusRemInvReqErr)
+				u.failAt(ps, verbsio.StatusRemInvReqErr)
 			case roce.NAKRemoteAccessError:
-				q.failAt(ps, verbsio.StatusRemAccessErr)
+				u.failAt(ps, verbsio.StatusRemAccessErr)
 			default:
-				q.failAt(ps, verbsio.StatusRemOpErr)
+				u.failAt(ps, verbsio.StatusRemOpErr)
 			}
 		}
 	case roce.RCAtomicAck:
-		pos, ok := q.wqeAt(ps)
+		pos, ok := u.wqeAt(ps)
 		if !ok {
-			u.f.c.duplicates.Add(1)
+			u.f.cnt.duplicates.Add(1)
 			break
 		}
-		q.ackUpTo(ps.Add(-1))
-		r := q.slot(pos)
+		u.ackUpTo(ps.Add(-1))
+		r := u.slot(pos)
 		if !r.done && r.first == ps {
 			w := q.sq.WQE(pos)
 			if _, n, st := q.scatterLocal(pos, w); st == verbsio.StatusSuccess && n == 1 {
 				binary.LittleEndian.PutUint64(q.src[0], p.AtomicAckETH.OrigData)
 			}
 			r.done = true
-			q.madeProgress()
+			u.madeProgress()
 		}
 	default: // READ response
-		pos, ok := q.wqeAt(ps)
+		pos, ok := u.wqeAt(ps)
 		if !ok {
-			u.f.c.duplicates.Add(1)
+			u.f.cnt.duplicates.Add(1)
 			break
 		}
-		r := q.slot(pos)
+		r := u.slot(pos)
 		if verbsio.Opcode(q.sq.WQE(pos).Opcode) != verbsio.OpRDMARead || r.done {
 			break
 		}
 		if ps != r.rdNext {
 			if psn.Diff(r.rdNext, ps) > 0 {
-				q.goBackOnce(r.rdNext) // a response was lost
+				u.goBackOnce(r.rdNext) // a response was lost
 			} else {
-				u.f.c.duplicates.Add(1)
+				u.f.cnt.duplicates.Add(1)
 			}
 			break
 		}
 		if r.rdNext == r.first {
-			q.ackUpTo(r.first.Add(-1))
+			u.ackUpTo(r.first.Add(-1))
 		}
 		w := q.sq.WQE(pos)
 		off := uint64(r.first.Forward(ps)) * uint64(u.mtu)
 		_, n, st := q.scatterLocal(pos, w)
 		if st != verbsio.StatusSuccess || off+uint64(len(p.Payload)) > r.total {
-			q.failAt(ps, verbsio.StatusLocLenErr)
+			u.failAt(ps, verbsio.StatusLocLenErr)
 			break
 		}
 		scatterAt(q.src[:n], off, p.Payload)
@@ -677,11 +679,11 @@ func (q *qp) udpOnResponse(p *roce.Packet, from netip.AddrPort) {
 		if r.rdNext == r.end {
 			r.done = true
 		}
-		q.madeProgress()
+		u.madeProgress()
 	}
-	q.completeDone()
+	u.completeDone()
 	if q.state != verbsio.QPStateErr {
-		q.udpTransmit()
+		u.transmit()
 	}
 }
 
@@ -702,41 +704,40 @@ func scatterAt(dsts [][]byte, off uint64, src []byte) {
 }
 
 // failAt completes the WQE holding PSN p with st.
-func (q *qp) failAt(p psn.PSN, st verbsio.Status) {
-	if pos, ok := q.wqeAt(p); ok {
-		r := q.slot(pos)
+func (u *udpQP) failAt(p psn.PSN, st verbsio.Status) {
+	if pos, ok := u.wqeAt(p); ok {
+		r := u.slot(pos)
 		r.done, r.status = true, st
 	}
 }
 
 // onRNR waits out a receiver-not-ready NAK, then resends from p.
-func (q *qp) onRNR(p psn.PSN, timer uint8) {
-	u := q.u
+func (u *udpQP) onRNR(p psn.PSN, timer uint8) {
+	q := u.q
 	if q.attr.RNRRetry != 7 {
 		if u.rnrLeft == 0 {
-			q.failAt(p, verbsio.StatusRNRRetryExcErr)
+			u.failAt(p, verbsio.StatusRNRRetryExcErr)
 			return
 		}
 		u.rnrLeft--
 	}
-	q.goBack(p)
+	u.goBack(p)
 	u.rnrUntil = now() + verbsio.RNRTimerDuration(timer)
-	u.f.activate(q)
+	u.f.activate(u)
 }
 
 // udpTick runs the QP's timers.
-func (q *qp) udpTick(t int64) {
-	u := q.u
+func (u *udpQP) tick(t int64) {
 	if u.rnrUntil != 0 && t >= u.rnrUntil {
 		u.rnrUntil = 0
-		q.udpTransmit()
+		u.transmit()
 	}
 	if u.paceAt != 0 && t >= u.paceAt {
 		u.paceAt, u.paceDue = 0, u.paceAt
-		q.udpTransmit()
+		u.transmit()
 	}
 	if u.rdN > 0 {
-		q.sendReadResponses()
+		u.sendReadResponses()
 	}
 	if u.deadline != 0 && t >= u.deadline {
 		u.deadline = 0
@@ -745,27 +746,27 @@ func (q *qp) udpTick(t int64) {
 				// The pacer holds the next packet back: it leaves
 				// soon and can ask then; a probe would only resend
 				// data through the same pacer, halving the rate.
-				q.arm()
+				u.arm()
 				return
 			}
 			// Tail probe: resend the last packet sent, asking for an
 			// acknowledgement. It costs no retry.
-			if last, ok := q.lastSentPSN(); ok && q.rewind(last) {
+			if last, ok := u.lastSentPSN(); ok && u.rewind(last) {
 				u.forceAck = true
-				q.udpTransmit()
+				u.transmit()
 			}
 			return
 		}
-		u.f.c.timeouts.Add(1)
+		u.f.cnt.timeouts.Add(1)
 		if u.retryLeft == 0 {
-			q.failAt(q.unaPSN(), verbsio.StatusRetryExcErr)
-			q.completeDone()
+			u.failAt(u.unaPSN(), verbsio.StatusRetryExcErr)
+			u.completeDone()
 			return
 		}
 		u.retryLeft--
 		u.forceAck = true
 		u.nakActed = false // the resend may be lost again; its signals count
-		q.goBack(q.unaPSN())
-		q.udpTransmit()
+		u.goBack(u.unaPSN())
+		u.transmit()
 	}
 }
