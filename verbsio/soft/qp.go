@@ -72,87 +72,122 @@ var (
 	errRecvOnSRQQP = &verbsio.Error{Op: "post_recv", Errno: unix.EINVAL, Detail: "QP receives through an SRQ; post receives to the SRQ"}
 )
 
+// errNoRawPacket refuses a RAW_PACKET QP on a fabric of RDMA transports.
+func errNoRawPacket(c *Context) error {
+	return verbsio.Errorf("create_qp", unix.EOPNOTSUPP, "RAW_PACKET QPs need a raw-fabric device (bound to a netdev), not %s", c.info.Name)
+}
+
+// qpSpec is a QP request checked and sized (pd.qpSpec), with the queue
+// buffers the application's allocator supplied (allocQueues); createQP
+// builds the QP from it.
+type qpSpec struct {
+	attr           verbsio.QPInitAttr
+	cap            verbsio.QPCap // depths rounded up to powers of two, at least one SGE each way
+	srq            *srq
+	sendCQ, recvCQ *cq
+	rqDepth        int     // receive ring slots (1 on an SRQ, which has no ring)
+	rqBytes        int     // receive ring bytes, 0 on an SRQ
+	sqBytes        int     // send ring bytes, before its doorbell record
+	rqExt, sqExt   *extBuf // rings in the application's buffers, or nil
+}
+
 // CreateQP implements verbsio.PDImpl.
 func (p *pd) CreateQP(attr verbsio.QPInitAttr) (verbsio.QPImpl, error) {
-	c := p.ctx
-	switch attr.Type {
-	case verbsio.QPTypeRC, verbsio.QPTypeUC, verbsio.QPTypeUD:
-	case verbsio.QPTypeRawPacket:
-		return nil, verbsio.Errorf("create_qp", unix.EOPNOTSUPP, "RAW_PACKET QPs need a raw-fabric device (bound to a netdev), not %s", c.info.Name)
-	default:
-		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "unknown QP type %s", attr.Type)
-	}
-	sendCQ, ok1 := cqOf(attr.SendCQ, c)
-	recvCQ, ok2 := cqOf(attr.RecvCQ, c)
-	if !ok1 || !ok2 {
-		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "completion queues must belong to the same context")
-	}
-	var s *srq
-	if attr.SRQ != nil {
-		ss, ok := attr.SRQ.Impl().(*srq)
-		if !ok || ss.ctx != c {
-			return nil, verbsio.Errorf("create_qp", unix.EINVAL, "SRQ must belong to the same context")
-		}
-		s = ss
-	}
-	cp := attr.Cap
-	if cp.MaxSendWR <= 0 || cp.MaxSendWR > maxQPWR {
-		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max_send_wr %d is outside 1..%d", cp.MaxSendWR, maxQPWR)
-	}
-	if s == nil && (cp.MaxRecvWR <= 0 || cp.MaxRecvWR > maxQPWR) {
-		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max_recv_wr %d is outside 1..%d", cp.MaxRecvWR, maxQPWR)
-	}
-	if cp.MaxSendSGE > maxSGEs || cp.MaxRecvSGE > maxSGEs || cp.MaxSendSGE < 0 || cp.MaxRecvSGE < 0 {
-		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max SGE per request is %d", maxSGEs)
-	}
-	if cp.MaxInlineData < 0 || cp.MaxInlineData > maxInline {
-		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "max_inline_data %d is above the device's %d", cp.MaxInlineData, maxInline)
-	}
-	if err := c.fab.checkQP(&attr); err != nil {
+	sp, err := p.qpSpec(attr)
+	if err != nil {
 		return nil, err
 	}
-	if attr.Segmenter > verbsio.SegmentEngine {
-		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "unknown segmenter %d", attr.Segmenter)
-	}
-	cp.MaxSendSGE = max(cp.MaxSendSGE, 1)
-	cp.MaxRecvSGE = max(cp.MaxRecvSGE, 1)
-	cp.MaxSendWR = pow2(cp.MaxSendWR)
-	rqDepth := 1
-	if s == nil {
-		cp.MaxRecvWR = pow2(cp.MaxRecvWR)
-		rqDepth = cp.MaxRecvWR
-	} else {
-		cp.MaxRecvWR = 0
-	}
-	rqBytes := 0 // a QP on an SRQ has no receive ring
-	if s == nil {
-		rqBytes = (ring.RQSize(rqDepth, cp.MaxRecvSGE) + 63) &^ 63
-	}
-	sqBytes := ring.SQSize(cp.MaxSendWR, cp.MaxSendSGE, cp.MaxInlineData)
-
 	// Buffers from the application's allocator are taken, and on failure
 	// given back, without c.mu held.
-	sqExt, err := c.allocQueue("create_qp", dv.ResSendQueue, sqBytes+dv.DBRecSize)
-	if err != nil {
+	if err := sp.allocQueues(p.ctx); err != nil {
 		return nil, err
 	}
-	var rqExt *extBuf
-	if rqBytes > 0 {
-		if rqExt, err = c.allocQueue("create_qp", dv.ResRecvQueue, rqBytes); err != nil {
-			sqExt.free()
-			return nil, err
-		}
-	}
-	q, err := p.createQP(attr, cp, s, sendCQ, recvCQ, rqDepth, rqBytes, sqBytes, rqExt, sqExt)
+	q, err := p.createQP(&sp)
 	if err != nil {
-		sqExt.free()
-		rqExt.free()
+		sp.sqExt.free()
+		sp.rqExt.free()
 		return nil, err
 	}
 	return q, nil
 }
 
-func (p *pd) createQP(attr verbsio.QPInitAttr, cp verbsio.QPCap, s *srq, sendCQ, recvCQ *cq, rqDepth, rqBytes, sqBytes int, rqExt, sqExt *extBuf) (*qp, error) {
+// qpSpec checks a create_qp request against the device's limits and the
+// fabric, and sizes its rings.
+func (p *pd) qpSpec(attr verbsio.QPInitAttr) (qpSpec, error) {
+	c := p.ctx
+	sp := qpSpec{attr: attr}
+	switch attr.Type {
+	case verbsio.QPTypeRC, verbsio.QPTypeUC, verbsio.QPTypeUD, verbsio.QPTypeRawPacket:
+	default:
+		return sp, verbsio.Errorf("create_qp", unix.EINVAL, "unknown QP type %s", attr.Type)
+	}
+	if err := c.fab.checkQP(&attr); err != nil {
+		return sp, err
+	}
+	var ok1, ok2 bool
+	sp.sendCQ, ok1 = cqOf(attr.SendCQ, c)
+	sp.recvCQ, ok2 = cqOf(attr.RecvCQ, c)
+	if !ok1 || !ok2 {
+		return sp, verbsio.Errorf("create_qp", unix.EINVAL, "completion queues must belong to the same context")
+	}
+	if attr.SRQ != nil {
+		s, ok := attr.SRQ.Impl().(*srq)
+		if !ok || s.ctx != c {
+			return sp, verbsio.Errorf("create_qp", unix.EINVAL, "SRQ must belong to the same context")
+		}
+		sp.srq = s
+	}
+	cp := attr.Cap
+	if cp.MaxSendWR <= 0 || cp.MaxSendWR > maxQPWR {
+		return sp, verbsio.Errorf("create_qp", unix.EINVAL, "max_send_wr %d is outside 1..%d", cp.MaxSendWR, maxQPWR)
+	}
+	if sp.srq == nil && (cp.MaxRecvWR <= 0 || cp.MaxRecvWR > maxQPWR) {
+		return sp, verbsio.Errorf("create_qp", unix.EINVAL, "max_recv_wr %d is outside 1..%d", cp.MaxRecvWR, maxQPWR)
+	}
+	if cp.MaxSendSGE > maxSGEs || cp.MaxRecvSGE > maxSGEs || cp.MaxSendSGE < 0 || cp.MaxRecvSGE < 0 {
+		return sp, verbsio.Errorf("create_qp", unix.EINVAL, "max SGE per request is %d", maxSGEs)
+	}
+	if cp.MaxInlineData < 0 || cp.MaxInlineData > maxInline {
+		return sp, verbsio.Errorf("create_qp", unix.EINVAL, "max_inline_data %d is above the device's %d", cp.MaxInlineData, maxInline)
+	}
+	if attr.Segmenter > verbsio.SegmentEngine {
+		return sp, verbsio.Errorf("create_qp", unix.EINVAL, "unknown segmenter %d", attr.Segmenter)
+	}
+	cp.MaxSendSGE = max(cp.MaxSendSGE, 1)
+	cp.MaxRecvSGE = max(cp.MaxRecvSGE, 1)
+	cp.MaxSendWR = pow2(cp.MaxSendWR)
+	sp.rqDepth = 1
+	if sp.srq == nil {
+		cp.MaxRecvWR = pow2(cp.MaxRecvWR)
+		sp.rqDepth = cp.MaxRecvWR
+		sp.rqBytes = (ring.RQSize(sp.rqDepth, cp.MaxRecvSGE) + 63) &^ 63
+	} else {
+		cp.MaxRecvWR = 0
+	}
+	sp.sqBytes = ring.SQSize(cp.MaxSendWR, cp.MaxSendSGE, cp.MaxInlineData)
+	sp.cap = cp
+	return sp, nil
+}
+
+// allocQueues takes the rings the application's allocator supplies on
+// this fabric (called without c.mu held); on failure it has freed them.
+func (sp *qpSpec) allocQueues(c *Context) error {
+	var err error
+	if sp.sqExt, err = c.allocQueue("create_qp", dv.ResSendQueue, sp.sqBytes+dv.DBRecSize); err != nil {
+		return err
+	}
+	if sp.rqBytes > 0 {
+		if sp.rqExt, err = c.allocQueue("create_qp", dv.ResRecvQueue, sp.rqBytes); err != nil {
+			sp.sqExt.free()
+			sp.sqExt = nil
+			return err
+		}
+	}
+	return nil
+}
+
+// createQP builds the QP of sp under c.mu.
+func (p *pd) createQP(sp *qpSpec) (*qp, error) {
 	c := p.ctx
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -161,6 +196,7 @@ func (p *pd) createQP(attr verbsio.QPInitAttr, cp verbsio.QPCap, s *srq, sendCQ,
 	}
 	// The application's allocator ran without the lock and may have
 	// destroyed what the request names: check again under it.
+	attr, cp, s, sendCQ, recvCQ := &sp.attr, sp.cap, sp.srq, sp.sendCQ, sp.recvCQ
 	switch {
 	case sendCQ.cons == nil || recvCQ.cons == nil:
 		return nil, verbsio.Errorf("create_qp", unix.EINVAL, "a completion queue of the request was destroyed (by the queue allocator?)")
@@ -180,6 +216,7 @@ func (p *pd) createQP(attr verbsio.QPInitAttr, cp verbsio.QPCap, s *srq, sendCQ,
 		return nil, verbsio.Errorf("create_qp", unix.ENOMEM, "more than %d queue pairs", maxQP)
 	}
 	// The shared segment holds what the allocator did not supply.
+	rqExt, sqExt, rqBytes, sqBytes := sp.rqExt, sp.sqExt, sp.rqBytes, sp.sqBytes
 	var reg *region
 	var rqMem, sqMem []byte
 	if rqExt != nil {
@@ -215,7 +252,7 @@ func (p *pd) createQP(attr verbsio.QPInitAttr, cp verbsio.QPCap, s *srq, sendCQ,
 	q.dbrec = (*atomic.Uint32)(unsafe.Pointer(&sqMem[sqBytes]))
 	q.sq, _ = ring.ViewSQ(q.sqMem, cp.MaxSendWR, cp.MaxSendSGE, cp.MaxInlineData)
 	if s == nil {
-		q.rq, _ = ring.ViewRQ(rqMem, rqDepth, cp.MaxRecvSGE)
+		q.rq, _ = ring.ViewRQ(rqMem, sp.rqDepth, cp.MaxRecvSGE)
 	}
 	c.qpTag[idx]++
 	if c.qpTag[idx] >= 1<<(24-qpIndexBits) || c.qpTag[idx] == 0 {
@@ -241,7 +278,7 @@ func (p *pd) createQP(attr verbsio.QPInitAttr, cp verbsio.QPCap, s *srq, sendCQ,
 	} else {
 		rec.ringRegion.Store(0) // no receive ring in a shared segment (SRQ, or the udp fabric's allocator)
 	}
-	rec.rqDepth.Store(uint32(rqDepth))
+	rec.rqDepth.Store(uint32(sp.rqDepth))
 	rec.rqMaxSGE.Store(uint32(cp.MaxRecvSGE))
 	if s != nil {
 		rec.srq.Store(s.idx + 1)

@@ -41,6 +41,9 @@ func (f *shmFabric) gidTable() []verbsio.GIDEntry {
 }
 
 func (f *shmFabric) checkQP(attr *verbsio.QPInitAttr) error {
+	if attr.Type == verbsio.QPTypeRawPacket {
+		return errNoRawPacket(f.c)
+	}
 	if attr.Segmenter == verbsio.SegmentKernel {
 		return verbsio.Errorf("create_qp", unix.EOPNOTSUPP, "%s moves no packets: TSO (kernel segmentation) applies to the udp fabric", f.c.info.Name)
 	}

@@ -306,6 +306,8 @@ func (f *udpFabric) gidTable() []verbsio.GIDEntry { return append([]verbsio.GIDE
 
 func (f *udpFabric) checkQP(attr *verbsio.QPInitAttr) error {
 	switch {
+	case attr.Type == verbsio.QPTypeRawPacket:
+		return errNoRawPacket(f.c)
 	case f.queryOnly:
 		return verbsio.Errorf("create_qp", unix.EPERM, "%s was opened for queries only (OpenOptions.QueryOnly); open it without", f.c.info.Name)
 	case attr.Segmenter == verbsio.SegmentKernel && !f.gso:
