@@ -79,17 +79,3 @@ const (
 	devCapRCRNRNAKGen     = 1 << 12
 	devCapSRQResize       = 1 << 13
 )
-
-func shmPortAttr() verbsio.PortAttr {
-	return verbsio.PortAttr{
-		State:      verbsio.PortActive,
-		MaxMTU:     verbsio.MTU4096,
-		ActiveMTU:  verbsio.MTU4096,
-		GIDTblLen:  1,
-		MaxMsgSize: maxMsg,
-		PkeyTblLen: 1,
-		MaxVLNum:   1,
-		PhysState:  5, // LINK_UP
-		LinkLayer:  verbsio.LinkLayerUnspecified,
-	}
-}

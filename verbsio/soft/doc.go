@@ -1,7 +1,20 @@
 // Package soft is rperf's built-in verbs engine: a real RDMA-semantics
 // transport in pure Go that needs no kernel RDMA support. Importing it
-// registers the provider "soft" with verbsio; its device "shm0" connects
-// processes on one host through shared memory.
+// registers the provider "soft" with verbsio and its devices: "shm0",
+// which connects processes on one host through shared memory, and
+// "udp_<netdev>", which speaks RoCEv2 over UDP sockets between hosts (and
+// with Linux Soft-RoCE).
+//
+// # Layout
+//
+// The verbs objects and their rules are shared by every device: the QP
+// state machine and attributes (qp.go), work request validation and the
+// local side of every request (wr.go), completion queues (cq.go), memory
+// regions, protection domains and the access checks (mr.go), SRQs,
+// address handles, device memory, the interface families and direct
+// verbs. What moves the bytes is the context's fabric, chosen when the
+// context opens (fabric.go): the shm fabric in shm_*.go, the udp fabric in
+// udp_*.go. docs/verbsio.md describes both and how to add one.
 //
 // # The shared-memory fabric
 //
@@ -34,10 +47,19 @@
 // of the send queue and is retried from Poll and Wait under the QP's
 // min_rnr_timer, rnr_retry, timeout and retry_cnt.
 //
+// # The udp fabric
+//
+// Posting transmits; polling receives, acknowledges, answers READs and
+// retransmits. A target that does not poll runs Context.StartProgress.
+// Every packet from the network is checked (ICRC, P_Key, QPN, source
+// address, PSN, opcode sequence) and every access it asks for goes through
+// the same checks as a local request before a byte moves.
+//
 // # Concurrency
 //
 // As verbsio says, a QP, an SRQ and the CQs they use are driven by one
-// goroutine at a time; setup calls may come from any goroutine. The only
-// goroutine the engine starts is a watcher, blocked in poll(2) on the pidfds
-// of peer processes.
+// goroutine at a time; setup calls may come from any goroutine. The engine
+// starts two goroutines at most per context: on shm a watcher, blocked in
+// poll(2) on the pidfds of peer processes; on udp the background progress
+// that StartProgress starts.
 package soft

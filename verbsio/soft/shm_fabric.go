@@ -32,6 +32,21 @@ func openShm(info verbsio.DeviceInfo) (*Context, error) {
 	return c, nil
 }
 
+// shmPortAttr is shm0's port: always up, one GID, no link layer.
+func shmPortAttr() verbsio.PortAttr {
+	return verbsio.PortAttr{
+		State:      verbsio.PortActive,
+		MaxMTU:     verbsio.MTU4096,
+		ActiveMTU:  verbsio.MTU4096,
+		GIDTblLen:  1,
+		MaxMsgSize: maxMsg,
+		PkeyTblLen: 1,
+		MaxVLNum:   1,
+		PhysState:  5, // LINK_UP
+		LinkLayer:  verbsio.LinkLayerUnspecified,
+	}
+}
+
 func (f *shmFabric) deviceAttr() verbsio.DeviceAttr { return engineDeviceAttr() }
 func (f *shmFabric) portAttr() verbsio.PortAttr     { return shmPortAttr() }
 

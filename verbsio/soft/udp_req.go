@@ -23,7 +23,7 @@ const (
 // go-back-N: a timeout, a NAK or an RNR NAK rewinds sendPos to the WQE
 // holding the PSN to resend.
 
-// udpExecute is the udp fabric's doorbell.
+// execute is the udp fabric's doorbell: it transmits and flushes.
 func (u *udpQP) execute() {
 	q := u.q
 	if q.state == verbsio.QPStateErr {
@@ -80,7 +80,7 @@ func (u *udpQP) outstandingReads() int {
 	return n
 }
 
-// udpTransmit puts WQEs from sendPos on the wire.
+// transmit puts WQEs from sendPos on the wire.
 func (u *udpQP) transmit() {
 	q := u.q
 	f := u.f
@@ -308,7 +308,7 @@ func (u *udpQP) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Stat
 		n := int(min(uint64(u.mtu), total-min(total, off)))
 		if q.pace != nil && !q.takePace(uint64(n), t0, &u.paceDue) {
 			// Paced: the rest of the message leaves when the bucket
-			// refills (udpTick).
+			// refills (tick).
 			u.sendOff = off
 			u.paceAt = t0 + max(q.pace.Wait(uint64(n), t0), 1)
 			u.f.activate(u)
@@ -598,7 +598,7 @@ func (u *udpQP) rewind(p psn.PSN) bool {
 	return true
 }
 
-// udpOnResponse handles an ACK, NAK, READ response or atomic ACK.
+// onResponse handles an ACK, NAK, READ response or atomic ACK.
 func (u *udpQP) onResponse(p *roce.Packet, from netip.AddrPort) {
 	q := u.q
 	if q.typ != verbsio.QPTypeRC || !fromPeer(from, u.path.to) || q.state == verbsio.QPStateErr {
@@ -726,7 +726,7 @@ func (u *udpQP) onRNR(p psn.PSN, timer uint8) {
 	u.f.activate(u)
 }
 
-// udpTick runs the QP's timers.
+// tick runs the QP's timers.
 func (u *udpQP) tick(t int64) {
 	if u.rnrUntil != 0 && t >= u.rnrUntil {
 		u.rnrUntil = 0

@@ -18,7 +18,7 @@ import (
 // WRITE are re-acknowledged, READ is executed again, atomics are answered
 // from a cache of recent results.
 
-// udpOnRequest handles a request packet for q.
+// onRequest handles a request packet for the QP.
 func (u *udpQP) onRequest(p *roce.Packet, from netip.AddrPort) {
 	q := u.q
 	if !receiving(uint32(q.state)) {

@@ -8,6 +8,12 @@ import (
 	"github.com/rperf/rperf/verbsio/soft/internal/ring"
 )
 
+// Work requests, on every fabric: PostSend validates each request and
+// encodes it into the send ring, the doorbell hands the ring to the
+// fabric (qpTransport.execute), and the fabric uses what is here for the
+// local side of a request (gather, scatterLocal: keys, PD, rights, bounds
+// and lengths), its completion and the remote atomics.
+
 // sgesAsRing views verbsio SGEs as ring SGEs (the same layout).
 func sgesAsRing(s []verbsio.SGE) []ring.SGE {
 	return unsafe.Slice((*ring.SGE)(unsafe.Pointer(unsafe.SliceData(s))), len(s))

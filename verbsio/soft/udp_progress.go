@@ -1,0 +1,257 @@
+package soft
+
+import (
+	"net/netip"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/rperf/rperf/internal/roce"
+	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/soft/internal/udp"
+	"golang.org/x/sys/unix"
+)
+
+// receive is the engine's receive side and timer wheel: it sends what the
+// previous call left queued, reads what has arrived, acts on it, queues the
+// acknowledgements and responses it owes and retransmits what timed out.
+//
+// What it queues goes out with the next doorbell (a PostSend flushes it in
+// the same sendmmsg as its own packets) or at the next progress call;
+// callers that are about to sleep call flush first. A busy-polling
+// ping-pong thus sends its acknowledgement and its next SEND in one system
+// call.
+func (f *udpFabric) receive() {
+	f.flush()
+	used := f.inUse.Load()
+	for i, conn := range f.conns {
+		if conn == nil || used&gidBit(i) == 0 {
+			continue
+		}
+		for round := 0; round < 4; round++ {
+			in, err := conn.Recv()
+			if err != nil || len(in) == 0 {
+				break
+			}
+			for i := range in {
+				d := &in[i]
+				if d.Seg == 0 || d.Seg >= d.N {
+					f.input(conn, d.Buf[:d.N], d.From)
+					continue
+				}
+				for off := 0; off < d.N; off += d.Seg {
+					f.input(conn, d.Buf[off:min(off+d.Seg, d.N)], d.From)
+				}
+			}
+			f.sendAcks()
+			if len(in) < udp.Batch {
+				break // the socket was drained: another read would find nothing
+			}
+		}
+	}
+	if len(f.active) > 0 {
+		t := now()
+		for i := 0; i < len(f.active); i++ {
+			f.active[i].tick(t)
+		}
+		f.prune()
+	}
+}
+
+// input handles one datagram, b, from from.
+func (f *udpFabric) input(conn *udp.Conn, b []byte, from netip.AddrPort) {
+	p := &f.rx
+	if err := p.Decode(b); err != nil {
+		f.cnt.malformed.Add(1)
+		return
+	}
+	if !verifyICRC(conn.LocalAddr(), from, b) {
+		f.cnt.icrcErrors.Add(1)
+		return
+	}
+	if p.BTH.PKey != roce.DefaultPKey && p.BTH.PKey != 0x7fff {
+		f.cnt.badPKey.Add(1)
+		return
+	}
+	q := f.c.qps[qpIndex(p.BTH.DestQP)].Load()
+	if q == nil || q.qpn != p.BTH.DestQP || q.state == verbsio.QPStateReset {
+		f.cnt.unknownQP.Add(1)
+		return
+	}
+	f.cnt.received.Add(1)
+	u := q.t.(*udpQP)
+	if p.BTH.Opcode.IsResponse() {
+		u.onResponse(p, from)
+	} else {
+		u.onRequest(p, from)
+	}
+}
+
+// verifyICRC checks a received packet's ICRC. For IPv4 the identification
+// field is not visible to a UDP socket; SolveID finds it (see
+// internal/roce).
+func verifyICRC(local, from netip.AddrPort, b []byte) bool {
+	if from.Addr().Unmap().Is4() {
+		path := roce.IPv4Path{Src: from.Addr().Unmap().As4(), Dst: local.Addr().Unmap().As4(),
+			SrcPort: from.Port(), DstPort: local.Port(), DontFragment: true}
+		if _, ok := path.SolveID(b); ok {
+			return true
+		}
+		path.DontFragment = false
+		_, ok := path.SolveID(b)
+		return ok
+	}
+	path := roce.IPv6Path{Src: from.Addr().As16(), Dst: local.Addr().As16(), SrcPort: from.Port(), DstPort: local.Port()}
+	crc, err := path.ICRC(b)
+	return err == nil && crc == roce.StoredICRC(b)
+}
+
+// activate puts u on the list of QPs the timer wheel visits.
+func (f *udpFabric) activate(u *udpQP) {
+	if !u.active {
+		u.active = true
+		f.active = append(f.active, u)
+	}
+}
+
+// forget takes a destroyed QP off the timer wheel and the acknowledgement
+// queue: its rings and buffers are gone, and nothing may drive it again.
+func (f *udpFabric) forget(u *udpQP) {
+	f.active = remove(f.active, u)
+	f.ackQ = remove(f.ackQ, u)
+	*u = udpQP{f: f, q: u.q}
+}
+
+// prune drops QPs without transport work from the active list.
+func (f *udpFabric) prune() {
+	n := 0
+	for _, u := range f.active {
+		if u.busy() {
+			f.active[n] = u
+			n++
+		} else {
+			u.active = false
+		}
+	}
+	clear(f.active[n:])
+	f.active = f.active[:n]
+}
+
+// nextDeadline is how long until the earliest transport timer fires, or -1.
+func (f *udpFabric) nextDeadline() time.Duration {
+	best := time.Duration(-1)
+	t := now()
+	for _, u := range f.active {
+		for _, d := range [...]int64{u.deadline, u.paceAt, u.rnrUntil} {
+			if d == 0 {
+				continue
+			}
+			w := time.Duration(d - t)
+			if w < 0 {
+				w = 0
+			}
+			if best < 0 || w < best {
+				best = w
+			}
+		}
+	}
+	return best
+}
+
+// waitInput blocks until a socket is readable or timeout passes.
+func (f *udpFabric) waitInput(timeout time.Duration) {
+	var fds [8]unix.PollFd
+	n := f.pollFDs(fds[:])
+	ts := unix.NsecToTimespec(int64(timeout))
+	unix.Ppoll(fds[:n], &ts, nil)
+}
+
+// pollFDs fills fds with the sockets in use, waiting for input, and
+// returns how many it filled.
+func (f *udpFabric) pollFDs(fds []unix.PollFd) int {
+	n := 0
+	used := f.inUse.Load()
+	for i, c := range f.conns {
+		if c != nil && used&gidBit(i) != 0 && n < len(fds) {
+			fds[n] = unix.PollFd{Fd: int32(c.FD()), Events: unix.POLLIN}
+			n++
+		}
+	}
+	return n
+}
+
+// sendAcks sends the coalesced acknowledgements owed after a batch.
+func (f *udpFabric) sendAcks() {
+	for _, u := range f.ackQ {
+		if u.ackDue {
+			u.ackDue = false
+			u.sendAck(roce.ACKSyndrome(0x1f), u.ePSN.Add(-1))
+		}
+	}
+	clear(f.ackQ)
+	f.ackQ = f.ackQ[:0]
+}
+
+// wait is CQ.Wait on the udp fabric: progress until the CQ holds a
+// completion, sleeping in ppoll on the sockets between packets and timers.
+func (f *udpFabric) wait(q *cq, deadline int64) error {
+	c := f.c
+	step := func() (bool, time.Duration) {
+		c.lock()
+		defer c.unlock()
+		f.receive()
+		return q.ready(), f.nextDeadline()
+	}
+	for i := 0; i < 200; i++ {
+		if ok, _ := step(); ok {
+			return nil
+		}
+	}
+	for {
+		ok, next := step()
+		if ok {
+			return nil
+		}
+		left := time.Duration(deadline - now())
+		if left <= 0 {
+			return verbsio.ErrTimeout
+		}
+		sleep := min(left, 20*time.Millisecond)
+		if next >= 0 && next < sleep {
+			sleep = max(next, time.Microsecond)
+		}
+		c.lock()
+		f.flush()
+		c.unlock()
+		f.waitInput(sleep)
+	}
+}
+
+// counters are the transport's counters and its sockets' drops and send
+// errors.
+func (f *udpFabric) counters() map[string]uint64 {
+	vals := unsafe.Slice((*atomic.Uint64)(unsafe.Pointer(f.cnt)), len(counterNames))
+	m := make(map[string]uint64, len(counterNames)+2)
+	for i, name := range counterNames {
+		m[name] = vals[i].Load()
+	}
+	f.sendSockets(func(conn *udp.Conn) {
+		m["socket_drops"] += conn.Dropped.Load()
+		m["socket_send_errors"] += conn.SendErrors.Load()
+	})
+	return m
+}
+
+// progress is the receive side and the timers, which every poll runs.
+func (f *udpFabric) progress(*cq) { f.receive() }
+
+// round is one round of background progress (Context.StartProgress).
+func (f *udpFabric) round(fds []unix.PollFd) (int, time.Duration) {
+	f.receive()
+	f.flush()
+	wait := 20 * time.Millisecond
+	if d := f.nextDeadline(); d >= 0 && d < wait {
+		wait = max(d, 10*time.Microsecond)
+	}
+	return f.pollFDs(fds), wait
+}
