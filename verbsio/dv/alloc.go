@@ -41,7 +41,7 @@ func (r Resource) String() string {
 // lines).
 const QueueAlign = 64
 
-// Allocator supplies queue memory (see the package documentation).
+// Allocator supplies queue memory (docs/verbsio.md, "Queue memory from the application").
 type Allocator struct {
 	// Alloc returns at least size bytes whose address is a multiple of
 	// align, for a queue buffer of kind r.
@@ -58,7 +58,7 @@ type AllocatorSetter interface {
 
 // SetAllocator installs a on ctx (the zero Allocator removes it) and
 // returns the queue buffers the provider will take from it on this
-// context's fabric (see the package documentation for which and why).
+// context's fabric (docs/verbsio.md says which and why).
 func SetAllocator(ctx *verbsio.Context, a Allocator) (Resource, error) {
 	s, ok := ctx.Impl().(AllocatorSetter)
 	if !ok {
