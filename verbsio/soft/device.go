@@ -9,8 +9,7 @@ import (
 )
 
 // Limits of the engine's contexts, on every fabric (what QueryDevice
-// reports; the udp fabric's port reports longer messages, udpMaxMsgSize,
-// but a request still gathers at most maxMsg bytes).
+// reports; the udp fabric's messages may be longer: udpMaxMsgSize).
 const (
 	maxQPWR     = 1 << 15 // work requests per queue
 	maxCQE      = 1 << 17 // entries per completion queue

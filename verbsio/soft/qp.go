@@ -47,8 +47,9 @@ type qp struct {
 
 	t qpTransport // the QP's side on the context's fabric
 
-	pace *pace.Bucket // packet pacing; nil when not rate limited
-	seg  verbsio.Segmenter
+	pace   *pace.Bucket // packet pacing; nil when not rate limited
+	seg    verbsio.Segmenter
+	maxMsg uint64 // the device's max_msg_sz: longer requests are LOC_LEN_ERR
 
 	// Scratch for the fast path, sized at creation.
 	src   [][]byte
@@ -262,6 +263,7 @@ func (p *pd) createQP(sp *qpSpec) (*qp, error) {
 	q.src = make([][]byte, max(cp.MaxSendSGE, 1))
 	q.rsges = make([]ring.SGE, maxSGEs)
 	q.attr.Cap = cp
+	q.maxMsg = c.fab.deviceAttr().MaxMsgSize
 	q.t = c.fab.newQP(q)
 
 	rec := c.ctrl.qp(q.idx)

@@ -206,7 +206,7 @@ func (q *qp) gather(pos uint32, w *ring.SendWQE) (total uint64, n int, st verbsi
 		q.src[i] = b
 		total += uint64(s.Length)
 	}
-	if total > maxMsg {
+	if total > q.maxMsg {
 		return 0, 0, verbsio.StatusLocLenErr
 	}
 	return total, nsge, verbsio.StatusSuccess
@@ -233,7 +233,7 @@ func (q *qp) scatterLocal(pos uint32, w *ring.SendWQE) (total uint64, n int, st 
 		q.src[i] = b
 		total += uint64(s.Length)
 	}
-	if total > maxMsg {
+	if total > q.maxMsg {
 		return 0, 0, verbsio.StatusLocLenErr
 	}
 	return total, nsge, verbsio.StatusSuccess
