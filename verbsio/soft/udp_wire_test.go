@@ -72,6 +72,54 @@ func (c *capture) frames() []frame {
 	}
 }
 
+// departures returns the kernel's send time of every outgoing RoCEv2 packet
+// (GSO segments counted one by one) to UDP port dport on 127.0.0.1 that
+// the capture holds, reading until the wire is quiet for 200 ms. The
+// capture must have been opened with timestamps (stamp).
+func (c *capture) departures(dport uint16) []time.Time {
+	var out []time.Time
+	buf := make([]byte, 1<<17)
+	oob := make([]byte, 128)
+	for {
+		n, oobn, _, from, err := unix.Recvmsg(c.fd, buf, oob, 0)
+		if err != nil || n < 10+14+20+8 {
+			return out
+		}
+		ll, ok := from.(*unix.SockaddrLinklayer)
+		if !ok || ll.Pkttype != unix.PACKET_OUTGOING {
+			continue
+		}
+		f := frame{b: buf[10:n]}
+		if buf[1] != 0 { // virtio_net_hdr.gso_type
+			f.gsoSize = int(binary.LittleEndian.Uint16(buf[4:]))
+		}
+		if binary.BigEndian.Uint16(f.b[12:]) != 0x0800 || f.b[14+9] != unix.IPPROTO_UDP || binary.BigEndian.Uint16(f.b[14+20+2:]) != dport {
+			continue
+		}
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil || len(msgs) == 0 || msgs[0].Header.Type != unix.SO_TIMESTAMPNS || len(msgs[0].Data) < 16 {
+			continue
+		}
+		at := time.Unix(int64(binary.LittleEndian.Uint64(msgs[0].Data)), int64(binary.LittleEndian.Uint64(msgs[0].Data[8:])))
+		_, _, pkts := segments(f)
+		for range pkts {
+			out = append(out, at)
+		}
+	}
+}
+
+// stamp makes the kernel timestamp every captured frame (SO_TIMESTAMPNS),
+// with room for a stream of them (64 MiB).
+func (c *capture) stamp(t *testing.T) {
+	t.Helper()
+	if err := unix.SetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+		t.Fatalf("SO_TIMESTAMPNS: %v", err)
+	}
+	if err := unix.SetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 64<<20); err != nil {
+		t.Fatalf("SO_RCVBUFFORCE: %v", err)
+	}
+}
+
 // segments cuts a captured IPv4/UDP frame into the datagrams the kernel
 // sends: for a GSO super-packet, each segment with its own IP and UDP
 // lengths and an IP identification counting up from the super-packet's.
