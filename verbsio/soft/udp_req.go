@@ -636,11 +636,18 @@ func (u *udpQP) onResponse(p *roce.Packet, from netip.AddrPort) {
 			u.f.cnt.duplicates.Add(1)
 			break
 		}
+		w := q.sq.WQE(pos)
+		if !verbsio.Opcode(w.Opcode).IsAtomic() {
+			// An atomic ACK naming another request: it is nobody's
+			// answer, and its data must not land in that request's
+			// buffer.
+			u.f.cnt.malformed.Add(1)
+			break
+		}
 		u.ackUpTo(ps.Add(-1))
 		r := u.slot(pos)
 		if !r.done && r.first == ps {
-			w := q.sq.WQE(pos)
-			if _, n, st := q.scatterLocal(pos, w); st == verbsio.StatusSuccess && n == 1 {
+			if total, n, st := q.scatterLocal(pos, w); st == verbsio.StatusSuccess && n == 1 && total == 8 {
 				binary.LittleEndian.PutUint64(q.src[0], p.AtomicAckETH.OrigData)
 			}
 			r.done = true
@@ -653,7 +660,12 @@ func (u *udpQP) onResponse(p *roce.Packet, from netip.AddrPort) {
 			break
 		}
 		r := u.slot(pos)
-		if verbsio.Opcode(q.sq.WQE(pos).Opcode) != verbsio.OpRDMARead || r.done {
+		if verbsio.Opcode(q.sq.WQE(pos).Opcode) != verbsio.OpRDMARead {
+			u.f.cnt.malformed.Add(1) // a READ response naming another request
+			break
+		}
+		if r.done {
+			u.f.cnt.duplicates.Add(1)
 			break
 		}
 		if ps != r.rdNext {
