@@ -26,18 +26,24 @@ import (
 // The bounds hold on a loaded machine (two CPUs shared with other test
 // runs). The engine paces when it runs, so a sender that waits for a CPU
 // is late; it catches up at most one packet (pace.TakeDue) and never runs
-// ahead of the rate. The test locks the sender to its thread and reads
-// from the kernel how long that thread waited for a CPU (schedstat), and
-// it captures the packets as they leave (AF_PACKET on lo, kernel
-// timestamps), so the receiver's own scheduling does not count:
+// ahead of the rate, and a receiver that waits holds acknowledgements back
+// (a stall longer than the 128-message window stops the sender). The test
+// locks the sender and the receiver to their threads and reads from the
+// kernel how long each waited for a CPU (schedstat), and it captures the
+// packets as they leave (AF_PACKET on lo, kernel timestamps), so the
+// receiver's scheduling does not move them:
 //   - achieved rate: never above the request (3% for the clock and the
-//     first message) and, over the time the sender was not kept waiting,
-//     at least 90% of it;
-//   - gaps between packets on the wire: the median within 10% of the
-//     rate's (327.68 us); a quarter or more under half of it (a pacer that
-//     lets packets out in pairs or bursts) or a quarter or more over twice
-//     it (one that keeps a wrong schedule) fails. A loaded machine adds a
-//     long gap where the sender waited and a short one after it.
+//     first message) and, over the stream's time less what the two
+//     threads waited for a CPU, at least 90% of it (judged when that is
+//     at least half the stream: the waits may overlap, and a machine that
+//     kept the threads off the CPUs longer leaves too little to judge);
+//   - gaps between packets on the wire, judged always: the median within
+//     10% of the rate's (327.68 us: a pacer slower or faster than the rate
+//     moves it however loaded the machine); a quarter or more under half
+//     of it (a pacer that lets packets out in pairs or bursts) or a quarter
+//     or more over twice it (one that keeps a wrong schedule) fails. A
+//     loaded machine adds a long gap where the sender waited and a short
+//     one after it.
 func TestUDPPacedStream(t *testing.T) {
 	for _, op := range []verbsio.Opcode{verbsio.OpSend, verbsio.OpRDMAWrite} {
 		t.Run(op.String(), func(t *testing.T) {
@@ -46,8 +52,12 @@ func TestUDPPacedStream(t *testing.T) {
 			runtime.LockOSThread() // the sender: its waits for a CPU are measured
 			defer runtime.UnlockOSThread()
 			sender := openThreadClock(t, unix.Gettid())
+			// A retransmission timeout of 4.3 s (timeout 20): a receiver
+			// kept off the CPUs by other load for longer than perftest's
+			// 67 ms must not make the sender resend (the tail probe, which
+			// this test is about, does not depend on it).
 			p := verbstest.NewPair(t, verbstest.PairConfig{Device: "udp_lo", Open: verbsio.OpenOptions{UDPPort: -1}, NoProgress: true,
-				BufSize: 1 << 16, CQE: 4096, Cap: verbsio.QPCap{MaxSendWR: 129, MaxRecvWR: 1024}})
+				BufSize: 1 << 16, CQE: 4096, Cap: verbsio.QPCap{MaxSendWR: 129, MaxRecvWR: 1024}, Connect: verbsio.ConnectOptions{Timeout: 20}})
 			attr := verbsio.QPAttr{State: verbsio.QPStateRTS, RateLimit: 100_000, MaxBurstSize: 4096, TypicalPktSize: 4096}
 			if err := p.A.QP.Modify(&attr, verbsio.QPAttrState|verbsio.QPAttrRateLimit); err != nil {
 				t.Fatal(err)
@@ -60,10 +70,13 @@ func TestUDPPacedStream(t *testing.T) {
 				Remote: verbsio.RemoteAddr{Addr: p.B.MR.Addr(), RKey: p.B.MR.RKey()}}}
 			const total, window = 2000, 128
 			gap := time.Duration(4096 * 8 * float64(time.Second) / 100e6) // 327.68 us
-			stop, stopped := make(chan struct{}), make(chan struct{})
+			stop, stopped, tids := make(chan struct{}), make(chan struct{}), make(chan int, 1)
 			defer func() { close(stop); <-stopped }() // before the pair closes
-			go func() {                               // the receiver, on its own goroutine
+			go func() {                               // the receiver, on its own locked thread
 				defer close(stopped)
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				tids <- unix.Gettid()
 				rwcs := make([]verbsio.WC, 1)
 				for {
 					select {
@@ -77,9 +90,10 @@ func TestUDPPacedStream(t *testing.T) {
 					}
 				}
 			}()
+			receiver := openThreadClock(t, <-tids)
 			wcs := make([]verbsio.WC, 16)
 			posted, done := 0, 0
-			waited0, start := sender.waited(), time.Now()
+			waited0, start := sender.waited()+receiver.waited(), time.Now()
 			deadline := start.Add(20 * time.Second)
 			for done < total {
 				for posted < total && posted-done < window {
@@ -106,19 +120,22 @@ func TestUDPPacedStream(t *testing.T) {
 					t.Fatalf("stuck after %d of %d", done, total)
 				}
 			}
-			el, waited := time.Since(start), sender.waited()-waited0
+			el, waited := time.Since(start), sender.waited()+receiver.waited()-waited0
 			c := p.A.Ctx.Impl().(*soft.Context).Counters()
 			// The first message leaves at once (a full bucket), the
 			// other 1999 at the rate.
 			want := time.Duration(total-1) * gap
 			ran := el - waited
-			t.Logf("%d messages in %v, the sender waiting for a CPU %v of it: %.1f%% of the rate, %.1f%% over the time it could run",
-				total, el, waited, 100*float64(want)/float64(el), 100*float64(want)/float64(ran))
+			t.Logf("%d messages in %v (%.1f%% of the rate), the threads waiting for a CPU %v of it in all",
+				total, el, 100*float64(want)/float64(el), waited)
 			if el < want*97/100 {
 				t.Errorf("%v for %d paced messages, faster than the rate allows (%v)", el, total, want)
 			}
-			if float64(want) < 0.90*float64(ran) {
-				t.Errorf("%v for %d paced messages, %v of it with the sender able to run: %.1f%% of the rate, want at least 90%% (%v)",
+			switch {
+			case ran < el/2:
+				t.Logf("the threads waited for a CPU more than half the stream: its duration says nothing about the pacer; the gaps between packets do")
+			case float64(want) < 0.90*float64(ran):
+				t.Errorf("%v for %d paced messages, %v of it with the threads able to run: %.1f%% of the rate, want at least 90%% (%v)",
 					el, total, ran, 100*float64(want)/float64(ran), want)
 			}
 			if c["retransmitted"] != 0 || c["sent_pkts"] != total {

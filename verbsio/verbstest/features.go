@@ -305,10 +305,18 @@ func testPacing(t *testing.T, dev target) {
 	if err := p.A.QP.Modify(&off, verbsio.QPAttrState|verbsio.QPAttrRateLimit); err != nil {
 		t.Fatal(err)
 	}
-	start = time.Now()
-	p.A.QP.PostSend(wrs)
-	Poll(p.A.CQ, n, 10*time.Second)
-	if fast := time.Since(start); fast > want/2 {
+	// Full speed is judged on the fastest of three runs: a run on a
+	// machine busy with other work may take longer, a paced one never
+	// takes less than the rate allows.
+	unpaced := func() time.Duration {
+		start := time.Now()
+		p.A.QP.PostSend(wrs)
+		if _, err := Poll(p.A.CQ, n, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	if fast := fastest(unpaced, want/2); fast > want/2 {
 		t.Errorf("unpaced writes took %v, as long as paced ones", fast)
 	}
 	// RESET clears the rate limit with the other attributes: after a
@@ -327,12 +335,17 @@ func testPacing(t *testing.T, dev target) {
 	if a, _ := p.A.QP.Query(); a.RateLimit != 0 {
 		t.Errorf("query after RESET: rate_limit %d, want 0", a.RateLimit)
 	}
-	start = time.Now()
-	p.A.QP.PostSend(wrs)
-	if _, err := Poll(p.A.CQ, n, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if fast := time.Since(start); fast > want/2 {
+	if fast := fastest(unpaced, want/2); fast > want/2 {
 		t.Errorf("writes after RESET took %v, as long as paced ones: RESET kept the rate limit", fast)
 	}
+}
+
+// fastest runs run up to three times, until it takes at most limit, and
+// returns the shortest time.
+func fastest(run func() time.Duration, limit time.Duration) time.Duration {
+	best := run()
+	for i := 1; i < 3 && best > limit; i++ {
+		best = min(best, run())
+	}
+	return best
 }
