@@ -94,8 +94,18 @@ func benchPingPong(b *testing.B, size int) {
 				wr[0].Flags &^= verbsio.SendSignaled
 				s.CQ.Poll(wcs)
 			}
+			// A bounded wait, by the clock: on a machine busy with other
+			// work the child may wait long for a CPU (16M spins, the
+			// earlier bound, were 20-80 ms at load 8).
+			var since time.Time
 			for spins := 0; atomicLoadByte(&buf[size-1]) != byte(i); spins++ {
-				if spins&0xffffff == 0xffffff {
+				if spins&0xfffff != 0xfffff {
+					continue
+				}
+				if since.IsZero() {
+					since = time.Now()
+				}
+				if time.Since(since) > 10*time.Second {
 					a, _ := s.QP.Query()
 					k, perr := s.CQ.Poll(wcs)
 					b.Fatalf("stuck at round %d iteration %d: have %d, QP %s, cq %d %v %+v", r, i, buf[size-1], a.State, k, perr, wcs[:k])
