@@ -47,8 +47,6 @@ import (
 func TestUDPPacedStream(t *testing.T) {
 	for _, op := range []verbsio.Opcode{verbsio.OpSend, verbsio.OpRDMAWrite} {
 		t.Run(op.String(), func(t *testing.T) {
-			wire := openCapture(t, "lo")
-			wire.stamp(t)
 			runtime.LockOSThread() // the sender: its waits for a CPU are measured
 			defer runtime.UnlockOSThread()
 			sender := openThreadClock(t, unix.Gettid())
@@ -58,6 +56,9 @@ func TestUDPPacedStream(t *testing.T) {
 			// this test is about, does not depend on it).
 			p := verbstest.NewPair(t, verbstest.PairConfig{Device: "udp_lo", Open: verbsio.OpenOptions{UDPPort: -1}, NoProgress: true,
 				BufSize: 1 << 16, CQE: 4096, Cap: verbsio.QPCap{MaxSendWR: 129, MaxRecvWR: 1024}, Connect: verbsio.ConnectOptions{Timeout: 20}})
+			wire := openCapture(t, "lo")
+			wire.stamp(t)
+			wire.keepUDPTo(t, p.B.LID)
 			attr := verbsio.QPAttr{State: verbsio.QPStateRTS, RateLimit: 100_000, MaxBurstSize: 4096, TypicalPktSize: 4096}
 			if err := p.A.QP.Modify(&attr, verbsio.QPAttrState|verbsio.QPAttrRateLimit); err != nil {
 				t.Fatal(err)

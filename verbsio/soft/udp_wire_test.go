@@ -120,6 +120,39 @@ func (c *capture) stamp(t *testing.T) {
 	}
 }
 
+// keepUDPTo makes the kernel queue only the outgoing IPv4 UDP frames to
+// port dport (a classic BPF filter), so other traffic on the interface
+// (other tests) cannot fill the capture's buffer.
+func (c *capture) keepUDPTo(t *testing.T, dport uint16) {
+	t.Helper()
+	const (
+		ldh, ldb, ldw = unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		ldhx          = unix.BPF_LD | unix.BPF_H | unix.BPF_IND
+		ldxmsh        = unix.BPF_LDX | unix.BPF_B | unix.BPF_MSH
+		jeq, jset     = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+		ret           = unix.BPF_RET | unix.BPF_K
+		pktType       = 0xfffff000 + 4 // SKF_AD_OFF + SKF_AD_PKTTYPE
+	)
+	prog := []unix.SockFilter{
+		{Code: ldh, K: 12},                          // 0: EtherType
+		{Code: jeq, K: 0x0800, Jf: 10},              // 1: IPv4, else drop
+		{Code: ldb, K: 14 + 9},                      // 2: IP protocol
+		{Code: jeq, K: unix.IPPROTO_UDP, Jf: 8},     // 3: UDP, else drop
+		{Code: ldh, K: 14 + 6},                      // 4: flags and fragment offset
+		{Code: jset, K: 0x1fff, Jt: 6},              // 5: a fragment: drop
+		{Code: ldxmsh, K: 14},                       // 6: X = IP header length
+		{Code: ldhx, K: 14 + 2},                     // 7: UDP destination port
+		{Code: jeq, K: uint32(dport), Jf: 3},        // 8: dport, else drop
+		{Code: ldw, K: pktType},                     // 9: packet type
+		{Code: jeq, K: unix.PACKET_OUTGOING, Jf: 1}, // 10: outgoing, else drop
+		{Code: ret, K: 1 << 18},                     // 11: keep
+		{Code: ret, K: 0},                           // 12: drop
+	}
+	if err := unix.SetsockoptSockFprog(c.fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}); err != nil {
+		t.Fatalf("SO_ATTACH_FILTER: %v", err)
+	}
+}
+
 // segments cuts a captured IPv4/UDP frame into the datagrams the kernel
 // sends: for a GSO super-packet, each segment with its own IP and UDP
 // lengths and an IP identification counting up from the super-packet's.
