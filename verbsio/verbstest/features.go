@@ -279,25 +279,30 @@ func testPacing(t *testing.T, dev target) {
 		wrs[i] = verbsio.SendWR{ID: uint64(i), Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled,
 			SGL: []verbsio.SGE{p.A.MR.SGE(0, size)}, Remote: verbsio.RemoteAddr{Addr: p.B.MR.Addr(), RKey: p.B.MR.RKey()}}
 	}
-	start := time.Now()
-	if _, err := p.A.QP.PostSend(wrs); err != nil {
-		t.Fatal(err)
-	}
-	wcs, err := Poll(p.A.CQ, n, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	el := time.Since(start)
-	for _, wc := range wcs {
-		if wc.Status != verbsio.StatusSuccess {
-			t.Fatal(wc.Status)
+	paced := func() time.Duration {
+		start := time.Now()
+		if _, err := p.A.QP.PostSend(wrs); err != nil {
+			t.Fatal(err)
 		}
+		wcs, err := Poll(p.A.CQ, n, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		el := time.Since(start)
+		for _, wc := range wcs {
+			if wc.Status != verbsio.StatusSuccess {
+				t.Fatal(wc.Status)
+			}
+		}
+		return el
 	}
 	// The limit must hold: never faster than the rate. (How closely the
 	// engine follows it is measured by BenchmarkPacing and rperf pacing;
-	// a loaded machine or the race detector only makes it slower.)
+	// a loaded machine or the race detector only makes it slower: the
+	// upper bound is judged on the fastest of up to three runs, which is
+	// the one that tells most about the lower.)
 	want := time.Duration(float64((n-1)*size) / 25e6 * 1e9)
-	if el < want*97/100 || el > want*3 {
+	if el := fastest(paced, want*3); el < want*97/100 || el > want*3 {
 		t.Errorf("%d paced writes took %v, want about %v (rate 200 Mb/s)", n, el, want)
 	}
 	// Removing the limit: the same writes go at full speed.
