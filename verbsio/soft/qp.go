@@ -510,10 +510,11 @@ func (q *qp) PostRecv(wrs []verbsio.RecvWR) (int, error) {
 	if q.srq != nil {
 		return 0, errRecvOnSRQQP
 	}
+	q.ctx.lock() // background progress may move the QP to ERR: read its state under the lock
 	if q.state == verbsio.QPStateReset {
+		q.ctx.unlock()
 		return 0, errRecvState
 	}
-	q.ctx.lock()
 	n, err := postRecv(q.rq, &q.rqPI, q.cap.MaxRecvSGE, wrs)
 	if q.state == verbsio.QPStateErr {
 		q.flushRQ()

@@ -41,15 +41,16 @@ func opcodeOK(t verbsio.QPType, op verbsio.Opcode) bool {
 // PostSend implements verbsio.QPImpl: it writes the requests into the send
 // ring and rings the doorbell, which executes them.
 func (q *qp) PostSend(wrs []verbsio.SendWR) (int, error) {
+	c := q.ctx
+	c.lock() // background progress may move the QP to ERR: read its state under the lock
 	switch q.state {
 	case verbsio.QPStateRTS, verbsio.QPStateSQD, verbsio.QPStateErr:
 	default:
+		c.unlock()
 		return 0, errPostState
 	}
 	var err error
 	n := 0
-	c := q.ctx
-	c.lock()
 	for i := range wrs {
 		if err = q.encode(&wrs[i]); err != nil {
 			break
