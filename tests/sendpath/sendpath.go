@@ -204,7 +204,7 @@ func (p Path) Segmenter() verbsio.Segmenter {
 // device offers TSO, DeviceAttr.TSO); "" where no segmenter applies (the
 // shm fabric moves no packets; hardware segments as it does).
 func SegmenterName(seg verbsio.Segmenter, d verbsio.DeviceInfo, attr verbsio.DeviceAttr) string {
-	if d.Fabric != "udp" && d.Fabric != "raw" {
+	if !d.Segments() {
 		return ""
 	}
 	if seg != verbsio.SegmentDefault {

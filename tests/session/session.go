@@ -154,6 +154,9 @@ type Info struct {
 	Local, Remote []oob.Dest
 	// GID is the GID table entry this side uses (its Index is -x).
 	GID verbsio.GIDEntry
+	// UDPPort is the UDP port this side's engine bound, 0 when it binds
+	// none (verbsio.Context.UDPPort).
+	UDPPort int
 }
 
 // QP is one test queue pair with its regions and its peer's.
@@ -211,9 +214,9 @@ type Session struct {
 	GIDIndex int
 	GID      verbsio.GIDEntry
 	// PollDriven says that the device's engine runs only when it is
-	// polled (the built-in udp fabric): a loop that waits on memory must
-	// call Drive, and waits outside the verbs (barriers, exchanges) run
-	// the engine in the background (see Serve).
+	// polled (verbsio.Context.PollDriven): a loop that waits on memory
+	// must call Drive, and waits outside the verbs (barriers, exchanges)
+	// run the engine in the background (see Serve).
 	PollDriven bool
 
 	Local, Remote []oob.Dest
@@ -285,7 +288,7 @@ func (s *Session) open(ctx context.Context) error {
 		s.outReads = s.DevAttr.MaxQPRdAtom
 	}
 	s.outReads = min(s.outReads, 255)
-	s.PollDriven = s.Dev.Device.Fabric == "udp"
+	s.PollDriven = s.Dev.PollDriven()
 	if err := s.pickGID(); err != nil {
 		return err
 	}
@@ -608,7 +611,7 @@ func (s *Session) Info() Info {
 		Device: s.Dev.Device, Server: s.Server, MTU: s.MTU.Bytes(),
 		PeerVersion: s.Peer.Version, PeerRperf: s.Peer.Rperf,
 		TxDepth: s.Spec.TxDepth, OutReads: s.outReads,
-		Local: s.Local, Remote: s.Remote, GID: s.GID,
+		Local: s.Local, Remote: s.Remote, GID: s.GID, UDPPort: s.Dev.UDPPort(),
 	}
 	if len(s.QPs) > 0 {
 		in.Inline = s.QPs[0].Cap().MaxInlineData

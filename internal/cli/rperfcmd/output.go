@@ -89,8 +89,8 @@ func (p *printer) connected(in latency.Info) {
 	if in.GID.Type == verbsio.GIDTypeRoCEv2 || in.GID.Type == verbsio.GIDTypeRoCEv1 {
 		one("GID index", fmt.Sprintf("%d (%s, %s)", in.GID.Index, in.GID.GID, in.GID.Type))
 	}
-	if in.Device.Fabric == "udp" && len(in.Local) > 0 {
-		one("UDP port", fmt.Sprint(udpPortOfLID(in.Local[0].LID)))
+	if in.UDPPort > 0 {
+		one("UDP port", fmt.Sprint(in.UDPPort))
 	}
 	if o.checkData {
 		one("Data validation", "ON (every message's bytes checked)")

@@ -325,7 +325,7 @@ func (c *pacingCmd) side(ctx context.Context, p *prepared, pc verbsio.PacingCaps
 		} else {
 			x["rate_duration"] = cfg.RateDuration.String()
 		}
-		if in.Device.Fabric == "udp" {
+		if in.Device.Segments() {
 			x["segmenter"] = verbsio.SegmentEngine.String()
 		}
 		prog.clear()

@@ -533,8 +533,8 @@ func (c *compareCmd) report(w io.Writer, results []reports.Result, env reports.E
 // writeReport ends a run's report: the engine's counters after the table
 // (udp fabric), then the rperf/v1 document to --json.
 func writeReport(o *options, p *prepared, env reports.Env, results []reports.Result, out, stdout io.Writer) error {
-	if env.EngineCounters = engineCounters(p.dev); env.EngineCounters != nil {
-		if err := writeCounters(out, o.device, udpPortOf(p.dev, uint8(o.ibPort)), env.EngineCounters); err != nil {
+	if env.EngineCounters = p.dev.Counters(); env.EngineCounters != nil {
+		if err := writeCounters(out, o.device, p.dev.UDPPort(), env.EngineCounters); err != nil {
 			return fmt.Errorf("write the report: %w", err)
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/rperf/rperf/tests/bw"
 	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/verbsio"
-	"github.com/rperf/rperf/verbsio/soft"
 )
 
 // The built-in engine's udp fabric (devices udp_<netdev>: RoCEv2 over UDP,
@@ -45,7 +44,7 @@ const (
 )
 
 func (o *options) registerUDP(fs *pflag.FlagSet) {
-	fs.IntVar(&o.udpPort, udpPortFlag, soft.RoCEPort,
+	fs.IntVar(&o.udpPort, udpPortFlag, verbsio.RoCEv2Port,
 		"UDP port of a udp_<netdev> device (the built-in engine's RoCEv2 over UDP); 0: any free port. The peer learns it in the key exchange")
 	fs.IntVarP(&o.gidIndex, gidIndexFlag, "x", latency.AutoGID,
 		"GID index (rdiag gids lists the table; default: perftest's choice, an IPv4-mapped RoCE v2 GID on Ethernet)")
@@ -59,12 +58,12 @@ func (o *options) registerUDP(fs *pflag.FlagSet) {
 
 // validateUDP checks this file's flags by themselves.
 func (o *options) validateUDP() error {
-	udp := strings.HasPrefix(o.device, soft.UDPPrefix)
+	_, udp := verbsio.UDPNetdev(o.device)
 	switch {
 	case o.udpPort < 0 || o.udpPort > 65535:
 		return cli.Usagef("--udp-port %d: not a UDP port (0 picks a free one)", o.udpPort)
 	case o.changed(udpPortFlag) && !udp:
-		return cli.Usagef("--udp-port applies to the udp fabric's devices (-d %s<netdev>); -d %s does not use UDP", soft.UDPPrefix, o.device)
+		return cli.Usagef("--udp-port applies to the udp fabric's devices (-d udp_<netdev>); -d %s does not use UDP", o.device)
 	case o.changed(gidIndexFlag) && o.gidIndex < 0:
 		return cli.Usagef("-x %d: GID indexes count from 0 (rdiag gids lists them)", o.gidIndex)
 	case o.changed(gidIndexFlag) && o.ipv6:
@@ -77,8 +76,9 @@ func (o *options) validateUDP() error {
 // the udp fabric (a free one for --loopback's client).
 func (o *options) openOptions() verbsio.OpenOptions {
 	var oo verbsio.OpenOptions
+	_, udp := verbsio.UDPNetdev(o.device)
 	switch {
-	case !strings.HasPrefix(o.device, soft.UDPPrefix):
+	case !udp:
 	case o.loopback || o.udpPort == 0:
 		oo.UDPPort = -1
 	default:
@@ -93,9 +93,8 @@ func (o *options) openOptions() verbsio.OpenOptions {
 func (o *options) openUDPAware() (*verbsio.Context, error) {
 	oo := o.openOptions()
 	dev, err := openDevice(o.device, oo)
-	if errors.Is(err, unix.ENODEV) && strings.HasPrefix(o.device, soft.UDPPrefix) {
+	if name, udp := verbsio.UDPNetdev(o.device); udp && errors.Is(err, unix.ENODEV) {
 		// The engine lists only network devices with an address.
-		name := strings.TrimPrefix(o.device, soft.UDPPrefix)
 		if ifi, ierr := net.InterfaceByName(name); ierr == nil {
 			if addrs, aerr := ifi.Addrs(); aerr == nil && len(addrs) == 0 {
 				return nil, &cli.EnvironmentError{Err: fmt.Errorf("-d %s: network device %s has no IP address, and the udp fabric sends from the device's addresses; give it one (ip addr add ADDR/LEN dev %s), or pick a device rdiag devices lists", o.device, name, name)}
@@ -134,16 +133,6 @@ func (o *options) checkGID(dev *verbsio.Context) error {
 	return cli.Usagef("-x %d: port %d of %s has %s (rdiag gids %s lists them)", o.gidIndex, o.ibPort, o.device, have, o.device)
 }
 
-// engineCounters returns the transport counters of a udp-fabric context
-// (nil elsewhere).
-func engineCounters(dev *verbsio.Context) map[string]uint64 {
-	c, ok := dev.Impl().(*soft.Context)
-	if !ok {
-		return nil
-	}
-	return c.Counters()
-}
-
 // counterLine lists the counters a reader of a udp-fabric run wants to
 // see, in this order, with their labels.
 var counterLine = []struct{ name, label string }{
@@ -152,7 +141,8 @@ var counterLine = []struct{ name, label string }{
 	{"timeouts", "timeouts"},
 }
 
-// writeCounters prints the engine's counters on one line.
+// writeCounters prints the engine's counters on one line, with the UDP
+// port it bound (if any).
 func writeCounters(w io.Writer, device string, port int, c map[string]uint64) error {
 	if c == nil {
 		return nil
@@ -161,7 +151,11 @@ func writeCounters(w io.Writer, device string, port int, c map[string]uint64) er
 	for _, f := range counterLine {
 		parts = append(parts, fmt.Sprintf("%s %d", f.label, c[f.name]))
 	}
-	_, err := fmt.Fprintf(w, " engine %s (UDP port %d) packets: %s\n", device, port, strings.Join(parts, ", "))
+	where := ""
+	if port > 0 {
+		where = fmt.Sprintf(" (UDP port %d)", port)
+	}
+	_, err := fmt.Fprintf(w, " engine %s%s packets: %s\n", device, where, strings.Join(parts, ", "))
 	return err
 }
 
@@ -197,28 +191,4 @@ func (o *options) rxText() string {
 		return " -r " + strconv.Itoa(o.rxDepth)
 	}
 	return ""
-}
-
-// udpPortOf returns the UDP port a udp-fabric context bound (its LID, or
-// 4791 for LID 0), or 0 for other devices.
-func udpPortOf(dev *verbsio.Context, port uint8) int {
-	if dev.Device.Fabric != "udp" {
-		return 0
-	}
-	pa, err := dev.QueryPort(port)
-	if err != nil {
-		return 0
-	}
-	if pa.LID == 0 {
-		return soft.RoCEPort
-	}
-	return int(pa.LID)
-}
-
-// udpPortOfLID is the UDP port a udp-fabric side announced as its LID.
-func udpPortOfLID(lid uint16) int {
-	if lid == 0 {
-		return soft.RoCEPort
-	}
-	return int(lid)
 }
