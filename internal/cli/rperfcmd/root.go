@@ -20,11 +20,6 @@ import (
 	"github.com/rperf/rperf/internal/cli/rperfcmd/comparecmd"
 	"github.com/rperf/rperf/internal/cli/rperfcmd/plotcmd"
 	"github.com/rperf/rperf/internal/cli/rperfcmd/suitecmd"
-
-	// The providers rperf can use: the built-in engine (device shm0) and
-	// kernel RDMA devices (openable when built with -tags ibverbs).
-	_ "github.com/rperf/rperf/verbsio/hw"
-	_ "github.com/rperf/rperf/verbsio/soft"
 )
 
 // New returns rperf's root command.
