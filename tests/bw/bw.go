@@ -31,6 +31,21 @@
 // In duration mode the sender posts until the duration has passed and
 // counts the messages completed inside the sample window between the
 // margins; the peak is not measured, as in perftest.
+//
+// # Data validation
+//
+// With Config.Validate every message carries a pattern its receiver
+// checks byte by byte (see package datacheck): the send_bw receiver
+// checks every message it receives, the write_bw target the last message
+// of each QP after the run, the read_bw initiator every READ's data
+// against the target's pattern, the atomic_bw initiator every returned
+// value against the sequence of operations. Every outstanding message
+// then has its own buffer (ValidationBytes, at most ValidateBudget), and
+// the checks cost bandwidth.
+//
+// The test's identity, the configuration every family shares, the session
+// and the run's skeleton are package session's; this package is the
+// measurement (session.Measurer).
 package bw
 
 import (
@@ -38,7 +53,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/rperf/rperf/internal/clock"
@@ -50,66 +64,25 @@ import (
 	"github.com/rperf/rperf/verbsio"
 )
 
-// Test is one of the bandwidth tests.
-type Test uint8
-
 // The bandwidth tests.
 const (
-	Send Test = iota
-	Write
-	Read
-	Atomic
+	Send   = session.SendBW
+	Write  = session.WriteBW
+	Read   = session.ReadBW
+	Atomic = session.AtomicBW
 )
 
-var testInfo = [...]struct {
-	name, command, title string
-	verb                 session.Verb
-}{
-	Send:   {"send_bw", "send-bw", "Send BW Test", session.Send},
-	Write:  {"write_bw", "write-bw", "RDMA_Write BW Test", session.Write},
-	Read:   {"read_bw", "read-bw", "RDMA_Read BW Test", session.Read},
-	Atomic: {"atomic_bw", "atomic-bw", "Atomic BW Test", session.Atomic},
-}
-
 // Tests lists every bandwidth test.
-var Tests = []Test{Send, Write, Read, Atomic}
+var Tests = []session.Test{Send, Write, Read, Atomic}
 
-// Name is perftest's program name without "ib_", e.g. "write_bw".
-func (t Test) Name() string { return testInfo[t].name }
-
-// Command is the rperf command, e.g. "write-bw".
-func (t Test) Command() string { return testInfo[t].command }
-
-// Title is the banner line perftest prints for the test.
-func (t Test) Title() string { return testInfo[t].title }
-
-// OneSided reports whether the test's operations need nothing from the
-// target's CPU (write, read, atomic): their server is passive unless the
-// test is bidirectional.
-func (t Test) OneSided() bool { return t != Send }
-
-// Connections lists the transports the test runs over.
-func (t Test) Connections() []verbsio.QPType { return testInfo[t].verb.Connections() }
-
-// Info describes an established session.
-type Info = session.Info
-
-// Progress announces each run.
-type Progress = session.Progress
-
-// Defaults, as perftest's for bandwidth tests.
+// Defaults and limits, as perftest's for bandwidth tests.
 const (
-	DefaultSize            = 65536 // DEF_SIZE_BW
-	DefaultIterations      = 1000  // DEF_ITERS
-	DefaultIterationsWrite = 5000  // DEF_ITERS_WB
-	DefaultTxDepth         = 128   // DEF_TX_BW
-	DefaultRxDepth         = 512   // DEF_RX_SEND
-	DefaultCQMod           = 100   // DEF_CQ_MOD
+	DefaultCQMod = 100 // DEF_CQ_MOD
 	// CQModSizeLimit is the size above which CQ moderation falls to 1
 	// unless set explicitly (perftest's MSG_SIZE_CQ_MOD_LIMIT).
 	CQModSizeLimit = 8192
-	// AtomicSize is the size of every atomic operation.
-	AtomicSize = session.AtomicSize
+	MaxCQMod       = 1024  // -Q
+	MaxQPs         = 16384 // -q
 	// UnreliableQuiet is how long a UC/UD receiver waits without traffic
 	// before it takes the missing messages as lost.
 	UnreliableQuiet = time.Second
@@ -117,156 +90,93 @@ const (
 	maxStamps = 1 << 22
 )
 
-// Config describes a bandwidth test. Default gives perftest's defaults.
+// Config describes a bandwidth test: the shared configuration (the test,
+// its sizes, iterations per QP or duration, warm-up messages per QP,
+// queues, path and link; see session.Config) and the bandwidth tests'
+// own knobs. TxDepth is capped at Iterations, as perftest caps it.
+// Default gives perftest's defaults.
 type Config struct {
-	Test       Test
-	Connection verbsio.QPType
-	// Sizes are the message sizes, one run each (perftest -s, or -a).
-	Sizes []int
-	// Iterations per QP and size (perftest -n), at least 5; ignored in
-	// duration mode.
-	Iterations int
-	// Duration selects duration mode (perftest -D); Margin is perftest's -f.
-	Duration, Margin time.Duration
-	// Warmup messages per QP are sent before each measured run and not
-	// counted (iterations mode only).
-	Warmup int
+	session.Config
 	// QPs is the number of queue pairs (perftest -q).
 	QPs int
-	// TxDepth is the outstanding messages per QP (perftest -t), capped at
-	// Iterations.
-	TxDepth int
-	// RxDepth is the receives kept posted per QP in send_bw (perftest -r).
-	RxDepth int
 	// PostList chains this many requests per post (perftest -l); CQ
 	// moderation then equals it.
 	PostList int
-	// CQMod is perftest's -Q; 0 means perftest's rule: 100, capped at the
-	// tx depth, and 1 for messages above 8 KiB.
-	CQMod int
-	// Inline is the largest message sent inline (perftest -I); 0 by
-	// default in bandwidth tests.
-	Inline        int
-	OutReads      int            // perftest -o; 0 means the device's maximum
-	AtomicOp      verbsio.Opcode // OpAtomicFetchAdd (default) or OpAtomicCmpSwp
-	Bidirectional bool           // perftest -b
-	NoPeak        bool           // perftest -N
+	// CQMod is perftest's -Q, 1 to MaxCQMod; 0 means perftest's rule: 100,
+	// capped at the tx depth, and 1 for messages above 8 KiB.
+	CQMod         int
+	Bidirectional bool // perftest -b
+	NoPeak        bool // perftest -N
 	// ReportGbits sets the unit of the report exchanged with the peer
 	// (perftest --report_gbits): Gb/s instead of MiB/s.
 	ReportGbits bool
-	// Link is how the test reaches its peer: port, GID, MTU, ACK
-	// timeout (perftest -i, -x, -m, -u), the stall timeout and the
-	// parameters both sides check.
-	Link
-	// PassiveWait bounds how long a passive server waits for the client's
-	// run of one size to end; 0 means 10×StallTimeout (plus the duration).
-	PassiveWait time.Duration
-	// Validate makes every message carry a pattern its receiver checks
-	// byte by byte (see package datacheck): the send_bw receiver checks
-	// every message it receives, the write_bw target the last message of
-	// each QP after the run, the read_bw initiator every READ's data
-	// against the target's pattern, the atomic_bw initiator every returned
-	// value against the sequence of operations. Every outstanding message
-	// then has its own buffer (ValidationBytes), and the checks cost
-	// bandwidth. Both sides must agree.
-	Validate bool
-	// Path is the send path (see package sendpath): how both sides post,
-	// take completions and repost receives, where their buffers live, and
-	// who cuts packets. Inline sends every message inline; DM never
-	// inlines; Burst runs one QP.
-	Path sendpath.Path
-	// Segmenter says who cuts messages into packets on a packet fabric;
-	// 0 leaves it to the path (Path.Segmenter).
-	Segmenter verbsio.Segmenter
-
-	OnConnected func(Info)
-	OnProgress  func(Progress)
-	OnResult    func(reports.Result)
 }
-
-// AutoGID as Config.GIDIndex picks the GID perftest would (the default).
-const AutoGID = session.AutoGID
-
-// Link is how a test reaches its peer (Config embeds it).
-type Link = session.Link
 
 // Default returns perftest's defaults for t.
-func Default(t Test) Config {
-	c := Config{
-		Test: t, Connection: verbsio.QPTypeRC, Sizes: []int{DefaultSize}, Iterations: DefaultIterations,
-		QPs: 1, TxDepth: DefaultTxDepth, RxDepth: DefaultRxDepth, PostList: 1, AtomicOp: verbsio.OpAtomicFetchAdd,
-		Link: Link{GIDIndex: AutoGID},
-	}
-	switch t {
-	case Write:
-		c.Iterations = DefaultIterationsWrite
-	case Atomic:
-		c.Sizes = []int{AtomicSize}
-	}
-	return c
+func Default(t session.Test) Config {
+	return Config{Config: session.Default(t), QPs: 1, PostList: 1}
 }
 
-// Check reports the first problem with c that would stop Run.
+// Check reports every problem with c that would stop Run (session.Problems
+// of FieldErrors), nil if there is none.
 func (c *Config) Check() error {
-	if int(c.Test) >= len(testInfo) {
-		return fmt.Errorf("unknown bandwidth test %d", c.Test)
+	if c.Test.Valid() && c.Test.Family() != session.Bandwidth {
+		return session.Problems{{Field: "Test", Value: c.Test.Name(), Reason: "not a bandwidth test"}}
 	}
-	if !slices.Contains(c.Test.Connections(), c.Connection) {
-		return fmt.Errorf("%s does not run over %s", c.Test.Name(), c.Connection)
-	}
-	if err := session.CheckSizes(testInfo[c.Test].verb, c.Sizes); err != nil {
-		return err
-	}
-	if err := session.CheckLength(c.Iterations, c.Warmup, c.Duration, c.Margin, "messages"); err != nil {
-		return err
+	var ps session.Problems
+	ps.Add(c.Config.Check())
+	if !c.Test.Valid() {
+		return ps.Err()
 	}
 	switch {
 	case c.QPs < 1:
-		return fmt.Errorf("%d QPs: at least 1 is needed", c.QPs)
-	case c.TxDepth < 1:
-		return fmt.Errorf("tx depth %d is below 1", c.TxDepth)
-	case c.Test == Send && c.RxDepth < 1:
-		return fmt.Errorf("rx depth %d is below 1", c.RxDepth)
-	case c.PostList < 1:
-		return fmt.Errorf("post list %d is below 1", c.PostList)
-	case c.PostList > c.txDepth():
-		return fmt.Errorf("post list %d is longer than the tx depth %d", c.PostList, c.txDepth())
-	case c.CQMod < 0:
-		return fmt.Errorf("negative CQ moderation")
-	case c.Inline < 0:
-		return fmt.Errorf("negative inline size")
-	case c.Test == Atomic && c.AtomicOp != verbsio.OpAtomicFetchAdd && c.AtomicOp != verbsio.OpAtomicCmpSwp:
-		return fmt.Errorf("atomic operation %s is not FETCH_AND_ADD or CMP_AND_SWAP", c.AtomicOp)
-	case c.Validate && c.ValidationBytes() > ValidateBudget:
-		return fmt.Errorf("validation keeps a buffer for every outstanding message: %d MiB for %d QPs, more than %d MiB; use fewer QPs, a smaller tx or rx depth, or smaller messages",
-			c.ValidationBytes()>>20, c.QPs, ValidateBudget>>20)
-	}
-	if err := sendpath.Applies(c.Path, c.Test.PathTest(c.Connection)); err != nil {
-		return fmt.Errorf("the %s send path does not apply to %s: %w", c.Path, c.Test.Name(), err)
+		ps.AddField(session.NewFieldError("QPs", c.QPs, "the number of QPs must be between 1 and %d", MaxQPs).WithFix("at least 1 is needed"))
+	case c.QPs > MaxQPs:
+		ps.AddField(session.NewFieldError("QPs", c.QPs, "the number of QPs must be between 1 and %d", MaxQPs))
 	}
 	switch {
-	case c.Path == sendpath.Burst && c.QPs > 1:
-		return fmt.Errorf("the burst path runs one QP: cq_poll counts completions without naming their QP, and RecvBurst posts receives without work request IDs")
-	case c.Path == sendpath.Burst && c.Validate:
-		return fmt.Errorf("data validation finds each message's buffer from its receive's work request ID, which RecvBurst does not set; validate on another path")
-	case c.Path == sendpath.DM && c.Validate:
-		return fmt.Errorf("data validation reads the buffers as host memory; the dm path keeps them in device memory")
+	case c.PostList < 1:
+		ps.AddField(session.NewFieldError("PostList", c.PostList, "the post list must be at least 1"))
+	case c.PostList > c.txDepth() && c.Duration == 0:
+		ps.AddField(session.NewFieldError("PostList", c.PostList, "the post list cannot be longer than the tx depth ({TxDepth=}) or the iterations ({Iterations=})").
+			WithValue("TxDepth", c.TxDepth).WithValue("Iterations", c.Iterations))
+	case c.PostList > c.txDepth():
+		ps.AddField(session.NewFieldError("PostList", c.PostList, "the post list cannot be longer than the tx depth ({TxDepth=})").
+			WithValue("TxDepth", c.TxDepth))
+	}
+	switch {
+	case c.CQMod != 0:
+		ps.Add(CheckCQMod(c.CQMod))
+		if c.PostList > 1 {
+			ps.AddField(session.NewFieldError("CQMod", c.CQMod, "{CQMod} and {PostList} conflict: with a post list, CQ moderation equals the list length").
+				WithFix("drop {CQMod}"))
+		}
+	}
+	if c.Path == sendpath.Burst && c.QPs > 1 {
+		ps.AddField(session.NewFieldError("Path", c.Path, "{Path=} runs one QP: cq_poll counts completions without naming their QP, and RecvBurst posts receives without work request IDs").
+			WithValue("QPs", c.QPs).WithFix("drop {QPs=}"))
+	}
+	if need := c.ValidationBytes(); c.Validate && need > ValidateBudget {
+		rx := ""
+		if c.Test == Send {
+			rx = " {RxDepth=}"
+		}
+		ps.AddField(session.NewFieldError("Validate", c.Validate,
+			"{Validate} keeps a buffer for every outstanding message: %d MiB with {TxDepth=}%s {QPs=} and %d-byte messages, more than %d MiB",
+			need>>20, rx, c.MaxSize(), ValidateBudget>>20).
+			WithValue("TxDepth", c.TxDepth).WithValue("RxDepth", c.RxDepth).WithValue("QPs", c.QPs).
+			WithFix("use a smaller tx depth, fewer QPs or smaller messages"))
+	}
+	return ps.Err()
+}
+
+// CheckCQMod checks an explicit CQ moderation (Config.CQMod other than 0,
+// which means perftest's rule): 1 to MaxCQMod.
+func CheckCQMod(n int) error {
+	if n < 1 || n > MaxCQMod {
+		return session.NewFieldError("CQMod", n, "CQ moderation must be between 1 and %d", MaxCQMod)
 	}
 	return nil
-}
-
-// PathTest describes the test over transport typ for sendpath.Applies.
-func (t Test) PathTest(typ verbsio.QPType) sendpath.Test {
-	return sendpath.Test{Verb: testInfo[t].verb, Bandwidth: true, Type: typ}
-}
-
-// inline is the inline size the QPs ask for: none for READ and atomics,
-// else as the path has it (sendpath.Path.InlineSize).
-func (c *Config) inline(maxSize int) int {
-	if c.Test == Read || c.Test == Atomic {
-		return 0
-	}
-	return c.Path.InlineSize(c.Inline, maxSize)
 }
 
 // ValidateBudget bounds the message buffers of a validated run
@@ -344,46 +254,14 @@ func (c *Config) role(server bool) role {
 	return role{passive: true}
 }
 
-// Run runs the test over conn on dev and returns this side's results, one
-// per size (on a passive server, the client's report). It never closes
-// dev; conn is closed when it returns.
+// Run runs the test over conn on dev (session.Run) and returns this
+// side's results, one per size (on a passive server, the client's
+// report). It never closes dev; conn is closed when it returns.
 func Run(ctx context.Context, dev *verbsio.Context, conn *oob.Conn, cfg Config) ([]reports.Result, error) {
-	if err := cfg.Check(); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("bandwidth test: %w", err)
-	}
-	maxSize := slices.Max(cfg.Sizes)
-	inline := cfg.inline(maxSize)
-	if err := sendpath.CheckOn(dev, cfg.Path, inline); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("bandwidth test: %w", err)
-	}
-	sendSlots, recvSlots := cfg.slots()
-	s, err := session.Open(ctx, dev, conn, session.Spec{
-		Verb: testInfo[cfg.Test].verb, Type: cfg.Connection, QPs: cfg.QPs, MaxSize: maxSize,
-		TxDepth: cfg.txDepth(), RxDepth: cfg.RxDepth, Inline: inline, OutReads: cfg.OutReads,
-		Link: cfg.Link, SendSlots: sendSlots, RecvSlots: recvSlots,
-		DeviceMemory: cfg.Path == sendpath.DM, Segmenter: cfg.Path.QPSegmenter(cfg.Segmenter),
-	})
-	if err != nil {
-		return nil, err
-	}
-	if cfg.OnConnected != nil {
-		cfg.OnConnected(s.Info())
-	}
-	r := newRunner(&cfg, s)
-	err = r.openPath()
-	var results []reports.Result
-	if err == nil {
-		results, err = r.run(ctx)
-	}
-	r.closePath()
-	if cerr := s.Close(ctx, err == nil); err == nil && cerr != nil {
-		err = cerr
-	}
-	return results, err
+	return session.Run(ctx, dev, conn, &cfg.Config, &runner{cfg: &cfg})
 }
 
+// runner is the bandwidth family's session.Measurer.
 type runner struct {
 	cfg  *Config
 	s    *session.Session
@@ -393,8 +271,26 @@ type runner struct {
 	v    *validation // nil unless cfg.Validate
 }
 
-func newRunner(cfg *Config, s *session.Session) *runner {
-	r := &runner{cfg: cfg, s: s, role: cfg.role(s.Server)}
+func (r *runner) Check() error { return r.cfg.Check() }
+
+// Shape sets the QPs, the tx depth in use and, for validation, a message
+// slot per outstanding message.
+func (r *runner) Shape(spec *session.Spec) {
+	cfg := r.cfg
+	spec.QPs, spec.TxDepth = cfg.QPs, cfg.txDepth()
+	spec.SendSlots, spec.RecvSlots = cfg.slots()
+}
+
+// Roles: the sender loop posts, the receiver loop (send_bw) reposts.
+func (r *runner) Roles(server bool) (send, recv bool) {
+	ro := r.cfg.role(server)
+	return ro.send, ro.recv
+}
+
+// Start sets up this side's sender and receiver loops on the path's ends.
+func (r *runner) Start(s *session.Session, ends *session.Ends) error {
+	cfg := r.cfg
+	r.s, r.role = s, cfg.role(s.Server)
 	if cfg.Validate {
 		r.v = &validation{s: s, side: datacheck.Client}
 		if s.Server {
@@ -402,92 +298,39 @@ func newRunner(cfg *Config, s *session.Session) *runner {
 		}
 	}
 	if r.role.send {
-		r.snd = newSender(s, testInfo[cfg.Test].verb.Opcode(cfg.AtomicOp), cfg.PostList)
+		r.snd = newSender(s, cfg.Test.Verb().Opcode(cfg.AtomicOp), cfg.PostList)
 		r.snd.v = r.v
+		for i, q := range r.snd.qps {
+			q.tx = ends.Senders[i]
+		}
+		r.snd.comp = ends.Send
 	}
 	if r.role.recv {
 		r.rcv = newReceiver(s)
 		r.rcv.v = r.v
-	}
-	return r
-}
-
-// openPath prepares the sender's and the receiver's QPs and CQs for the
-// configured path.
-func (r *runner) openPath() error {
-	s, p := r.s, r.cfg.Path
-	var err error
-	if x := r.snd; x != nil {
-		for _, q := range x.qps {
-			if q.tx, err = sendpath.NewSender(p, s, q.q); err != nil {
-				return err
-			}
+		for i, q := range r.rcv.qps {
+			q.rx = ends.Receivers[i]
 		}
-		if x.comp, err = sendpath.NewCompletions(p, s, s.SendCQ, x.qps[0].tx); err != nil {
-			return err
-		}
-	}
-	if v := r.rcv; v != nil {
-		for _, q := range v.qps {
-			if q.rx, err = sendpath.NewReceiver(p, s, q.q); err != nil {
-				return err
-			}
-		}
-		if v.comp, err = sendpath.NewCompletions(p, s, s.RecvCQ, nil); err != nil {
-			return err
-		}
+		r.rcv.comp = ends.Recv
 	}
 	return nil
 }
 
-// closePath releases what openPath took.
-func (r *runner) closePath() {
-	if x := r.snd; x != nil {
-		for _, q := range x.qps {
-			if q.tx != nil {
-				q.tx.Release()
-			}
-		}
-		if x.comp != nil {
-			x.comp.Release()
-		}
-	}
-	if v := r.rcv; v != nil {
-		for _, q := range v.qps {
-			if q.rx != nil {
-				q.rx.Release()
-			}
-		}
-	}
-}
-
-func (r *runner) run(ctx context.Context) ([]reports.Result, error) {
+// Measure runs size number i: the warm-up messages, the measured run, and
+// the exchange of reports with the peer.
+func (r *runner) Measure(ctx context.Context, i, size int) (reports.Result, bool, error) {
 	cfg := r.cfg
-	var results []reports.Result
-	for i, size := range cfg.Sizes {
-		if cfg.OnProgress != nil {
-			cfg.OnProgress(Progress{Index: i, Count: len(cfg.Sizes), Bytes: size, Duration: cfg.Duration})
-		}
-		if cfg.Warmup > 0 {
-			if _, err := r.runOnce(ctx, size, int64(cfg.Warmup), false); err != nil {
-				return results, err
-			}
-		}
-		local, err := r.runOnce(ctx, size, int64(cfg.Iterations), true)
-		if err != nil {
-			return results, err
-		}
-		res, err := r.exchange(ctx, size, local)
-		if err != nil {
-			return results, err
-		}
-		res.Path = cfg.Path.String()
-		results = append(results, res)
-		if cfg.OnResult != nil {
-			cfg.OnResult(res)
+	if cfg.Warmup > 0 {
+		if _, err := r.runOnce(ctx, size, int64(cfg.Warmup), false); err != nil {
+			return reports.Result{}, false, err
 		}
 	}
-	return results, nil
+	local, err := r.runOnce(ctx, size, int64(cfg.Iterations), true)
+	if err != nil {
+		return reports.Result{}, false, err
+	}
+	res, err := r.exchange(ctx, size, local)
+	return res, err == nil, err
 }
 
 // measured is one side's outcome of a run.
@@ -711,7 +554,7 @@ type sendStats struct {
 
 type sqp struct {
 	q       *session.QP
-	tx      *sendpath.Sender // posts by the path
+	tx      *session.Sender // posts by the path
 	wrs     []verbsio.SendWR
 	sges    []verbsio.SGE
 	scnt    int64
@@ -725,7 +568,7 @@ type sender struct {
 	v      *validation // nil unless validating
 	op     verbsio.Opcode
 	qps    []*sqp
-	comp   *sendpath.Completions // the send CQ's completions, by the path
+	comp   *session.Completions // the send CQ's completions, by the path
 	wcs    []verbsio.WC
 	posted []int64
 	compl  []int64
@@ -970,7 +813,7 @@ type recvStats struct {
 
 type rqp struct {
 	q    *session.QP
-	rx   *sendpath.Receiver // reposts by the path
+	rx   *session.Receiver // reposts by the path
 	rcnt int64
 	done bool
 	next int64 // validation: the first message number still expected
@@ -982,7 +825,7 @@ type receiver struct {
 	s        *session.Session
 	v        *validation // nil unless validating
 	qps      []*rqp
-	comp     *sendpath.Completions // the receive CQ's completions, by the path
+	comp     *session.Completions // the receive CQ's completions, by the path
 	wcs      []verbsio.WC
 	reliable bool
 
@@ -1149,13 +992,13 @@ func (v *validation) id(side, qp int, k int64) uint64 { return datacheck.ID(side
 // prepareTarget readies, before a run, the memory the peer's one-sided
 // operations target: read_bw reads a known pattern from each QP's
 // receive region, atomic_bw counts from 0 in its first 8 bytes.
-func (v *validation) prepareTarget(t Test) {
+func (v *validation) prepareTarget(t session.Test) {
 	for _, q := range v.s.QPs {
 		switch t {
 		case Read:
 			datacheck.Fill(v.s.Buf[q.RecvOff:q.RecvOff+v.size], v.id(v.side, q.Index, 0))
 		case Atomic:
-			clear(v.s.Buf[q.RecvOff : q.RecvOff+AtomicSize])
+			clear(v.s.Buf[q.RecvOff : q.RecvOff+session.AtomicSize])
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/bw"
 	"github.com/rperf/rperf/tests/internal/pairtest"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 
@@ -124,7 +125,7 @@ func TestQueueing(t *testing.T) {
 }
 
 func TestDurationMode(t *testing.T) {
-	for _, test := range []bw.Test{bw.Write, bw.Send} {
+	for _, test := range []session.Test{bw.Write, bw.Send} {
 		for _, bidir := range []bool{false, true} {
 			t.Run(test.Name()+map[bool]string{true: "/bidirectional"}[bidir], func(t *testing.T) {
 				cfg := bw.Default(test)

@@ -10,6 +10,7 @@ import (
 	"github.com/rperf/rperf/tests/internal/pairtest"
 	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/sendpath"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 
@@ -66,7 +67,7 @@ func TestSendPaths(t *testing.T) {
 
 func TestSendPathRefusals(t *testing.T) {
 	cases := []struct {
-		test bw.Test
+		test session.Test
 		path sendpath.Path
 		mod  func(*bw.Config)
 		want string

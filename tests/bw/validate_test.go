@@ -7,6 +7,7 @@ import (
 
 	"github.com/rperf/rperf/tests/bw"
 	"github.com/rperf/rperf/tests/internal/pairtest"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 
@@ -79,7 +80,7 @@ func TestValidateDuration(t *testing.T) {
 // prepare its data: the checking side must fail, naming the message.
 func TestValidateCatches(t *testing.T) {
 	cases := []struct {
-		test bw.Test
+		test session.Test
 		// server checks (send, write) or client checks (read, atomic)
 		serverChecks bool
 		sizes        []int

@@ -15,7 +15,6 @@ package dm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
@@ -44,12 +43,12 @@ type Config struct {
 	Repetitions int // 0 means paths.DefaultRepetitions
 	// OnStep and OnConnected are as in paths.Config.
 	OnStep      func(paths.Step)
-	OnConnected func(latency.Info)
+	OnConnected func(session.Info)
 }
 
 // Default returns test t with every size from 2 to DefaultMaxSize bytes
 // (one, 8 bytes, for atomics) and DefaultIterations iterations.
-func Default(t latency.Test) Config {
+func Default(t session.Test) Config {
 	l := latency.Default(t)
 	l.Iterations, l.Inline = DefaultIterations, 0
 	if t != latency.Atomic {
@@ -85,14 +84,16 @@ func Fit(sizes []int, typ verbsio.QPType, attr verbsio.DeviceAttr) []int {
 	return fit
 }
 
-// Check reports the first problem with c that would stop Run.
+// Check reports the problems with c that would stop Run: the latency
+// test's on the dm path (which refuses data validation: it reads the
+// buffers as host memory).
 func (c *Config) Check() error {
-	if c.Latency.Validate {
-		return errors.New("dm: data validation reads the buffers as host memory")
-	}
 	l := c.Latency
 	l.Path = sendpath.DM
-	return l.Check()
+	if err := l.Check(); err != nil {
+		return fmt.Errorf("dm: %w", err)
+	}
+	return nil
 }
 
 // Run runs the comparison over connections from connect on dev. It

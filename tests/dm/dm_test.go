@@ -13,6 +13,7 @@ import (
 	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/paths"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 	_ "github.com/rperf/rperf/verbsio/soft"
 )
@@ -46,7 +47,7 @@ func TestBufferBytesAndFit(t *testing.T) {
 	if d.Latency.Sizes[0] != 2 || d.Latency.Sizes[len(d.Latency.Sizes)-1] != dm.DefaultMaxSize || d.Latency.Iterations != dm.DefaultIterations || d.Latency.Inline != 0 {
 		t.Errorf("Default: %+v", d.Latency)
 	}
-	if a := dm.Default(latency.Atomic); !slices.Equal(a.Latency.Sizes, []int{latency.AtomicSize}) {
+	if a := dm.Default(latency.Atomic); !slices.Equal(a.Latency.Sizes, []int{session.AtomicSize}) {
 		t.Errorf("atomic sizes %v", a.Latency.Sizes)
 	}
 	v := dm.Default(latency.Write)

@@ -27,6 +27,19 @@
 //
 // Between sizes, and before and after each run, both sides meet at a
 // barrier on the out-of-band connection.
+//
+// # Data validation
+//
+// With Config.Validate every message carries a pattern its receiver
+// checks byte by byte (see package datacheck): each side checks every
+// SEND or RDMA WRITE it receives before answering, the read_lat client
+// every READ's data against the server's pattern, the atomic_lat client
+// every returned value against the sequence of operations. The checks add
+// their cost to the measured times.
+//
+// The test's identity, the configuration every family shares, the session
+// and the run's skeleton are package session's; this package is the
+// measurement (session.Measurer).
 package latency
 
 import (
@@ -34,7 +47,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/rperf/rperf/internal/clock"
@@ -46,301 +58,98 @@ import (
 	"github.com/rperf/rperf/verbsio"
 )
 
-// Test is one of the latency tests.
-type Test uint8
-
 // The latency tests.
 const (
-	Send Test = iota
-	Write
-	Read
-	Atomic
+	Send   = session.SendLat
+	Write  = session.WriteLat
+	Read   = session.ReadLat
+	Atomic = session.AtomicLat
 )
-
-var testInfo = [...]struct {
-	name, command, title string
-	verb                 session.Verb
-	rtt                  int
-}{
-	Send:   {"send_lat", "send-lat", "Send Latency Test", session.Send, reports.RTTFactorRoundTrip},
-	Write:  {"write_lat", "write-lat", "RDMA_Write Latency Test", session.Write, reports.RTTFactorRoundTrip},
-	Read:   {"read_lat", "read-lat", "RDMA_Read Latency Test", session.Read, reports.RTTFactorOneSided},
-	Atomic: {"atomic_lat", "atomic-lat", "Atomic Latency Test", session.Atomic, reports.RTTFactorOneSided},
-}
 
 // Tests lists every latency test.
-var Tests = []Test{Send, Write, Read, Atomic}
+var Tests = []session.Test{Send, Write, Read, Atomic}
 
-// Name is perftest's program name without "ib_", e.g. "write_lat"; the
-// test field of its results.
-func (t Test) Name() string { return testInfo[t].name }
-
-// Command is the rperf command, e.g. "write-lat".
-func (t Test) Command() string { return testInfo[t].command }
-
-// Title is the banner line perftest prints for the test.
-func (t Test) Title() string { return testInfo[t].title }
-
-// RTTFactor is what each sample is divided by: 2 for SEND and WRITE, 1 for
-// READ and ATOMIC.
-func (t Test) RTTFactor() int { return testInfo[t].rtt }
-
-// Passive reports whether the server side only serves the client's
-// one-sided operations (read_lat, atomic_lat) and measures nothing.
-func (t Test) Passive() bool { return t == Read || t == Atomic }
-
-// Connections lists the transports the test runs over.
-func (t Test) Connections() []verbsio.QPType { return testInfo[t].verb.Connections() }
-
-// Info describes an established session.
-type Info = session.Info
-
-// Progress announces each run.
-type Progress = session.Progress
-
-// Defaults, as perftest's for latency tests.
-const (
-	DefaultSize       = 2    // DEF_SIZE_LAT
-	DefaultIterations = 1000 // DEF_ITERS
-	DefaultRxDepth    = 512
-	// Default inline sizes (perftest's generic choices).
-	DefaultInlineWrite = 220
-	DefaultInlineSend  = 236
-	DefaultInlineUD    = 188
-	// AtomicSize is the size of every atomic operation.
-	AtomicSize = session.AtomicSize
-)
-
-// Config describes a latency test. Default gives perftest's defaults.
+// Config describes a latency test: the shared configuration (the test,
+// its sizes, iterations or duration, queues, path and link; see
+// session.Config) and the statistics to report. Default gives perftest's
+// defaults.
 type Config struct {
-	Test       Test
-	Connection verbsio.QPType // RC, UC or UD, as the test allows
-	// Sizes are the message sizes, one run each (perftest -s, or -a).
-	Sizes []int
-	// Iterations per size (perftest -n), at least 5. Ignored in duration
-	// mode.
-	Iterations int
-	// Duration selects duration mode (perftest -D); Margin is the warm-up
-	// and cool-down margin (perftest -f). Duration must exceed 2×Margin.
-	Duration, Margin time.Duration
-	// Warmup iterations run before the measured ones and are not recorded
-	// (iterations mode only).
-	Warmup int
-	// TxDepth is the send queue depth (perftest -t; 1).
-	TxDepth int
-	// RxDepth is the receives kept posted in send_lat (perftest -r).
-	RxDepth int
-	// Inline is the largest message sent inline (perftest -I). Default
-	// sets perftest's choice for the test; read and atomic never inline.
-	Inline int
-	// OutReads is the READ/atomic depth (perftest -o); 0 means the
-	// device's maximum.
-	OutReads int
-	// AtomicOp is OpAtomicFetchAdd (default) or OpAtomicCmpSwp (perftest -A).
-	AtomicOp verbsio.Opcode
+	session.Config
 	// Percentiles are the true-statistics percentiles; nil means
 	// reports.DefaultPercentiles.
 	Percentiles []float64
-	// Link is how the test reaches its peer: port, GID, MTU, ACK
-	// timeout (perftest -i, -x, -m, -u), the stall timeout and the
-	// parameters both sides check.
-	Link
-	// PassiveWait bounds how long a passive server waits for the client's
-	// run of one size to end; 0 means 10×StallTimeout (plus the duration).
-	PassiveWait time.Duration
-	// Validate makes every message carry a pattern its receiver checks
-	// byte by byte (see package datacheck): each side checks every SEND or
-	// RDMA WRITE it receives before answering, the read_lat client every
-	// READ's data against the server's pattern, the atomic_lat client
-	// every returned value against the sequence of operations. Both sides
-	// must agree. The checks add their cost to the measured times.
-	Validate bool
-	// Path is the send path (see package sendpath): how both sides post
-	// and where their buffers live. Inline sends every message inline
-	// (the inline size is raised to the largest message); DM puts the
-	// buffers in device memory and never inlines.
-	Path sendpath.Path
-	// Segmenter says who cuts messages into packets on a packet fabric;
-	// 0 leaves it to the path (Path.Segmenter).
-	Segmenter verbsio.Segmenter
-
-	// OnConnected, if set, is called once the QPs are connected.
-	OnConnected func(Info)
-	// OnProgress, if set, is called before each size's run.
-	OnProgress func(Progress)
-	// OnResult, if set, is called with each size's result as it is ready.
-	OnResult func(reports.Result)
 }
 
-// AutoGID as Config.GIDIndex picks the GID perftest would (the default).
-const AutoGID = session.AutoGID
+// Default returns perftest's defaults for test t.
+func Default(t session.Test) Config { return Config{Config: session.Default(t)} }
 
-// Link is how a test reaches its peer (Config embeds it).
-type Link = session.Link
-
-// Default returns perftest's defaults for t.
-func Default(t Test) Config {
-	c := Config{
-		Test: t, Connection: verbsio.QPTypeRC, Sizes: []int{DefaultSize}, Iterations: DefaultIterations,
-		TxDepth: 1, RxDepth: DefaultRxDepth, AtomicOp: verbsio.OpAtomicFetchAdd,
-		Link: Link{GIDIndex: AutoGID},
-	}
-	switch t {
-	case Write:
-		c.Inline = DefaultInlineWrite
-	case Send:
-		c.Inline = DefaultInlineSend
-	case Atomic:
-		c.Sizes = []int{AtomicSize}
-	}
-	return c
-}
-
-// DefaultInline returns perftest's default inline size for test t over
-// transport typ.
-func DefaultInline(t Test, typ verbsio.QPType) int {
-	switch {
-	case t == Write:
-		return DefaultInlineWrite
-	case t == Send && typ == verbsio.QPTypeUD:
-		return DefaultInlineUD
-	case t == Send:
-		return DefaultInlineSend
-	}
-	return 0
-}
-
-// Check reports the first problem with c that would stop Run, in terms of
-// the configuration (callers translate it into their flags).
+// Check reports every problem with c that would stop Run (session.Problems
+// of FieldErrors), nil if there is none.
 func (c *Config) Check() error {
-	if int(c.Test) >= len(testInfo) {
-		return fmt.Errorf("unknown latency test %d", c.Test)
+	if c.Test.Valid() && c.Test.Family() != session.Latency {
+		return session.Problems{{Field: "Test", Value: c.Test.Name(), Reason: "not a latency test"}}
 	}
-	if !slices.Contains(c.Test.Connections(), c.Connection) {
-		return fmt.Errorf("%s does not run over %s", c.Test.Name(), c.Connection)
-	}
-	if err := session.CheckSizes(testInfo[c.Test].verb, c.Sizes); err != nil {
-		return err
-	}
-	if err := session.CheckLength(c.Iterations, c.Warmup, c.Duration, c.Margin, "iterations"); err != nil {
-		return err
-	}
-	switch {
-	case c.TxDepth < 1:
-		return fmt.Errorf("tx depth %d is below 1", c.TxDepth)
-	case c.Test == Send && c.RxDepth < 1:
-		return fmt.Errorf("rx depth %d is below 1", c.RxDepth)
-	case c.Inline < 0:
-		return fmt.Errorf("negative inline size")
-	case c.Test == Atomic && c.AtomicOp != verbsio.OpAtomicFetchAdd && c.AtomicOp != verbsio.OpAtomicCmpSwp:
-		return fmt.Errorf("atomic operation %s is not FETCH_AND_ADD or CMP_AND_SWAP", c.AtomicOp)
-	}
-	if err := sendpath.Applies(c.Path, c.pathTest()); err != nil {
-		return fmt.Errorf("the %s send path does not apply to %s: %w", c.Path, c.Test.Name(), err)
-	}
-	if c.Path == sendpath.DM && c.Validate {
-		return fmt.Errorf("data validation reads the buffers as host memory; the dm path keeps them in device memory")
-	}
-	return nil
+	return c.Config.Check()
 }
 
-func (c *Config) pathTest() sendpath.Test { return c.Test.PathTest(c.Connection) }
-
-// PathTest describes the test over transport typ for sendpath.Applies.
-func (t Test) PathTest(typ verbsio.QPType) sendpath.Test {
-	return sendpath.Test{Verb: testInfo[t].verb, Type: typ}
-}
-
-// inline is the inline size the QPs ask for: none for READ and atomics,
-// else as the path has it (sendpath.Path.InlineSize).
-func (c *Config) inline(maxSize int) int {
-	if c.Test.Passive() {
-		return 0
-	}
-	return c.Path.InlineSize(c.Inline, maxSize)
-}
-
-// Run runs the test over conn on dev: the session setup, one run per size,
-// and the closing handshake. It returns this side's results: one per size,
-// or none on the passive server of read_lat and atomic_lat. It never
-// closes dev; conn is closed when it returns.
+// Run runs the test over conn on dev (session.Run): the session setup,
+// one run per size, and the closing handshake. It returns this side's
+// results: one per size, or none on the passive server of read_lat and
+// atomic_lat. It never closes dev; conn is closed when it returns.
 func Run(ctx context.Context, dev *verbsio.Context, conn *oob.Conn, cfg Config) ([]reports.Result, error) {
-	if err := cfg.Check(); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("latency test: %w", err)
-	}
-	maxSize := slices.Max(cfg.Sizes)
-	inline := cfg.inline(maxSize)
-	if err := sendpath.CheckOn(dev, cfg.Path, inline); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("latency test: %w", err)
-	}
-	s, err := session.Open(ctx, dev, conn, session.Spec{
-		Verb: testInfo[cfg.Test].verb, Type: cfg.Connection, QPs: 1, MaxSize: maxSize,
-		TxDepth: cfg.TxDepth, RxDepth: cfg.RxDepth, Inline: inline, OutReads: cfg.OutReads,
-		Link:         cfg.Link,
-		DeviceMemory: cfg.Path == sendpath.DM, Segmenter: cfg.Path.QPSegmenter(cfg.Segmenter),
-	})
-	if err != nil {
-		return nil, err
-	}
-	if cfg.OnConnected != nil {
-		cfg.OnConnected(s.Info())
-	}
-	r := &runner{cfg: &cfg, s: s}
-	err = r.openPath()
-	var results []reports.Result
-	if err == nil {
-		results, err = r.run(ctx)
-	}
-	r.closePath()
-	if cerr := s.Close(ctx, err == nil); err == nil && cerr != nil {
-		err = cerr
-	}
-	return results, err
+	return session.Run(ctx, dev, conn, &cfg.Config, &runner{cfg: &cfg})
 }
 
+// runner is the latency family's session.Measurer.
 type runner struct {
 	cfg    *Config
 	s      *session.Session
-	tx     *sendpath.Sender      // posts by the path
-	comp   *sendpath.Completions // the send CQ's completions
-	rcomp  *sendpath.Completions // the receive CQ's (send_lat)
-	rx     *sendpath.Receiver    // reposts receives (send_lat)
+	tx     *session.Sender      // posts by the path
+	comp   *session.Completions // the send CQ's completions
+	rcomp  *session.Completions // the receive CQ's (send_lat)
+	rx     *session.Receiver    // reposts receives (send_lat)
 	rec    *reports.Recorder
 	wr     [1]verbsio.SendWR
 	sge    [1]verbsio.SGE
 	runIdx int // the size's index, for datacheck ids
+
+	passiveServer bool          // this side only serves (read_lat, atomic_lat)
+	passiveWait   time.Duration // how long the passive server waits for a run
 }
 
-// openPath prepares posting by the configured path on the session's QP.
-func (r *runner) openPath() error {
-	s, p := r.s, r.cfg.Path
-	q := s.QPs[0]
-	var err error
-	if r.tx, err = sendpath.NewSender(p, s, q); err != nil {
-		return err
-	}
-	if r.comp, err = sendpath.NewCompletions(p, s, s.SendCQ, r.tx); err != nil {
-		return err
-	}
-	if r.rcomp, err = sendpath.NewCompletions(p, s, s.RecvCQ, nil); err != nil {
-		return err
-	}
-	r.rx, err = sendpath.NewReceiver(p, s, q)
-	return err
-}
+func (r *runner) Check() error { return r.cfg.Check() }
 
-func (r *runner) closePath() {
-	if r.tx != nil {
-		r.tx.Release()
+// Shape leaves the session's shape as Config.Spec has it: one QP.
+func (r *runner) Shape(*session.Spec) {}
+
+// Roles: every side posts and receives (a SEND ping-pong receives; the
+// others leave the receive side idle).
+func (r *runner) Roles(server bool) (send, recv bool) { return true, true }
+
+// Start takes the path's ends of the one QP and, on a side that measures,
+// a recorder.
+func (r *runner) Start(s *session.Session, ends *session.Ends) error {
+	cfg := r.cfg
+	r.s = s
+	r.tx, r.comp, r.rcomp, r.rx = ends.Senders[0], ends.Send, ends.Recv, ends.Receivers[0]
+	r.passiveServer = cfg.Test.Passive() && s.Server
+	if !r.passiveServer {
+		opts := reports.RecorderOptions{}
+		if cfg.Duration == 0 {
+			opts.Expected = cfg.Iterations - 1
+		}
+		rec, err := reports.NewRecorder(opts)
+		if err != nil {
+			return err
+		}
+		r.rec = rec
 	}
-	if r.comp != nil {
-		r.comp.Release()
+	r.passiveWait = cfg.PassiveWait
+	if r.passiveWait <= 0 {
+		r.passiveWait = 10 * cfg.Stall()
 	}
-	if r.rx != nil {
-		r.rx.Release()
-	}
+	r.passiveWait += cfg.Duration
+	return nil
 }
 
 // stats is what one run measured besides the samples.
@@ -349,78 +158,46 @@ type stats struct {
 	elapsed    int64 // duration mode: the sample window
 }
 
-func (r *runner) run(ctx context.Context) ([]reports.Result, error) {
+// Measure runs size number i between two barriers: the ping-pong or the
+// one-sided operations, or on the passive server a wait for the client's
+// run.
+func (r *runner) Measure(ctx context.Context, i, size int) (reports.Result, bool, error) {
 	cfg := r.cfg
-	passiveServer := cfg.Test.Passive() && r.s.Server
-	if !passiveServer {
-		opts := reports.RecorderOptions{}
-		if cfg.Duration == 0 {
-			opts.Expected = cfg.Iterations - 1
-		}
-		rec, err := reports.NewRecorder(opts)
-		if err != nil {
-			return nil, err
-		}
-		r.rec = rec
-	}
-	stall := cfg.Stall()
-	passiveWait := cfg.PassiveWait
-	if passiveWait <= 0 {
-		passiveWait = 10 * stall
-	}
-	passiveWait += cfg.Duration
-
-	var results []reports.Result
-	for i, size := range cfg.Sizes {
-		if cfg.OnProgress != nil {
-			cfg.OnProgress(Progress{Index: i, Count: len(cfg.Sizes), Bytes: size, Duration: cfg.Duration})
-		}
-		if !passiveServer {
-			// Clear the marker byte the peer will write, before the barrier
-			// lets it start.
-			q := r.s.QPs[0]
-			if err := r.s.StoreByte(r.s.RecvPayload(q)+size-1, 0); err != nil {
-				return results, err
-			}
-		}
-		r.runIdx = i
-		if cfg.Validate {
-			r.prepareTarget(size)
-		}
-		if err := r.s.Barrier(ctx, 0); err != nil {
-			return results, err
-		}
-		if passiveServer {
-			if err := r.s.Barrier(ctx, passiveWait); err != nil {
-				return results, err
-			}
-			continue
-		}
-		r.rec.Reset()
-		var st stats
-		var err error
-		switch cfg.Test {
-		case Write, Send:
-			st, err = r.pingPong(ctx, size)
-		default:
-			st, err = r.oneSided(ctx, size)
-		}
-		if err != nil {
-			return results, err
-		}
-		if err := r.s.Barrier(ctx, 0); err != nil {
-			return results, err
-		}
-		res, err := r.result(size, st)
-		if err != nil {
-			return results, err
-		}
-		results = append(results, res)
-		if cfg.OnResult != nil {
-			cfg.OnResult(res)
+	if !r.passiveServer {
+		// Clear the marker byte the peer will write, before the barrier
+		// lets it start.
+		q := r.s.QPs[0]
+		if err := r.s.StoreByte(r.s.RecvPayload(q)+size-1, 0); err != nil {
+			return reports.Result{}, false, err
 		}
 	}
-	return results, nil
+	r.runIdx = i
+	if cfg.Validate {
+		r.prepareTarget(size)
+	}
+	if err := r.s.Barrier(ctx, 0); err != nil {
+		return reports.Result{}, false, err
+	}
+	if r.passiveServer {
+		return reports.Result{}, false, r.s.Barrier(ctx, r.passiveWait)
+	}
+	r.rec.Reset()
+	var st stats
+	var err error
+	switch cfg.Test {
+	case Write, Send:
+		st, err = r.pingPong(ctx, size)
+	default:
+		st, err = r.oneSided(ctx, size)
+	}
+	if err != nil {
+		return reports.Result{}, false, err
+	}
+	if err := r.s.Barrier(ctx, 0); err != nil {
+		return reports.Result{}, false, err
+	}
+	res, err := r.result(size, st)
+	return res, err == nil, err
 }
 
 func (r *runner) result(size int, st stats) (reports.Result, error) {
@@ -442,7 +219,6 @@ func (r *runner) result(size int, st stats) (reports.Result, error) {
 	if err != nil {
 		return reports.Result{}, fmt.Errorf("%d B: %w", size, err)
 	}
-	res.Path = cfg.Path.String()
 	return res, nil
 }
 
@@ -680,7 +456,7 @@ func (r *runner) oneSided(ctx context.Context, size int) (stats, error) {
 	q := s.QPs[0]
 	dur := cfg.Duration > 0
 	total := int64(cfg.Warmup + cfg.Iterations)
-	op := testInfo[cfg.Test].verb.Opcode(cfg.AtomicOp)
+	op := cfg.Test.Verb().Opcode(cfg.AtomicOp)
 	r.sge[0] = s.MR.SGE(q.SendOff, size)
 	r.wr[0] = verbsio.SendWR{ID: 1, Opcode: op, Flags: verbsio.SendSignaled, SGL: r.sge[:], Remote: q.Remote}
 	if op == verbsio.OpAtomicFetchAdd {
@@ -745,7 +521,7 @@ func (r *runner) prepareTarget(size int) {
 	case Read:
 		datacheck.Fill(r.s.Buf[q.RecvOff:q.RecvOff+size], r.id(r.side(), 0))
 	case Atomic:
-		clear(r.s.Buf[q.RecvOff : q.RecvOff+AtomicSize])
+		clear(r.s.Buf[q.RecvOff : q.RecvOff+session.AtomicSize])
 	}
 }
 

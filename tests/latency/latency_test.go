@@ -9,6 +9,7 @@ import (
 	"github.com/rperf/rperf/tests/internal/pairtest"
 	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/tests/oob"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 
@@ -26,7 +27,7 @@ func TestEveryTestAndTransport(t *testing.T) {
 				cfg := latency.Default(test)
 				cfg.Connection = conn
 				cfg.Iterations = 50
-				cfg.Inline = latency.DefaultInline(test, conn)
+				cfg.Inline = test.DefaultInline(conn)
 				if test != latency.Atomic {
 					cfg.Sizes = []int{2, 64, 4096}
 				}
@@ -68,7 +69,7 @@ func TestEveryTestAndTransport(t *testing.T) {
 // recorded. How many iterations fit, and how soon after the warm-up
 // margin the first one starts, depend on the CPU time the two sides get.
 func TestDurationMode(t *testing.T) {
-	for _, test := range []latency.Test{latency.Write, latency.Send, latency.Read} {
+	for _, test := range []session.Test{latency.Write, latency.Send, latency.Read} {
 		t.Run(test.Name(), func(t *testing.T) {
 			cfg := latency.Default(test)
 			cfg.Duration = 600 * time.Millisecond

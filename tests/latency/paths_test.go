@@ -10,6 +10,7 @@ import (
 	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/sendpath"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 
@@ -53,7 +54,7 @@ func TestSendPaths(t *testing.T) {
 // and dv paths must carry too.
 func TestSendPathsDuration(t *testing.T) {
 	for _, c := range []struct {
-		test latency.Test
+		test session.Test
 		path sendpath.Path
 	}{{latency.Send, sendpath.Burst}, {latency.Send, sendpath.DV}, {latency.Write, sendpath.DV}, {latency.Write, sendpath.DM}} {
 		t.Run(c.test.Name()+"/"+c.path.String(), func(t *testing.T) {
@@ -71,7 +72,7 @@ func TestSendPathsDuration(t *testing.T) {
 
 func TestSendPathRefusals(t *testing.T) {
 	cases := []struct {
-		test latency.Test
+		test session.Test
 		path sendpath.Path
 		mod  func(*latency.Config)
 		want string
@@ -122,7 +123,7 @@ func TestSendPathDeviceLimits(t *testing.T) {
 // process on their own UDP ports).
 func TestSendPathsOnUDP(t *testing.T) {
 	attr := pairtest.UDPLoopbackAttr(t)
-	for _, test := range []latency.Test{latency.Send, latency.Write} {
+	for _, test := range []session.Test{latency.Send, latency.Write} {
 		for _, path := range sendpath.Supported(attr) {
 			if sendpath.Applies(path, test.PathTest(verbsio.QPTypeRC)) != nil {
 				continue

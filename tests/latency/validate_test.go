@@ -7,6 +7,7 @@ import (
 	"github.com/rperf/rperf/tests/internal/pairtest"
 	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/tests/oob"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 
@@ -30,7 +31,7 @@ func TestValidate(t *testing.T) {
 						cfg.Iterations = 40
 						cfg.Warmup = 5
 						cfg.AtomicOp = op
-						cfg.Inline = latency.DefaultInline(test, conn)
+						cfg.Inline = test.DefaultInline(conn)
 						cfg.Validate = true
 						if test != latency.Atomic {
 							cfg.Sizes = []int{1, 2, 13, 300, 4096, 9000}
@@ -55,7 +56,7 @@ func TestValidate(t *testing.T) {
 // checks, naming it.
 func TestValidateCatches(t *testing.T) {
 	cases := []struct {
-		test latency.Test
+		test session.Test
 		want string
 	}{
 		{latency.Send, "data validation failed: the peer's SEND #1 on QP 0: byte 0 of 63"},

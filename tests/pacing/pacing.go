@@ -36,7 +36,6 @@ package pacing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -116,28 +115,35 @@ func Default() Config {
 		TxDepth: DefaultTxDepth, RxDepth: DefaultRxDepth, Link: session.Link{GIDIndex: session.AutoGID}}
 }
 
-// Check reports the first problem with c that would stop Run.
+// Check reports every problem with c that would stop Run
+// (session.Problems of FieldErrors), nil if there is none.
 func (c *Config) Check() error {
-	switch {
-	case c.Size < 1:
-		return fmt.Errorf("message size %d is below 1", c.Size)
-	case c.RateDuration <= 0 && c.RateBytes <= 0:
-		return errors.New("give a duration or a byte count per rate")
-	case c.RateBytes < 0:
-		return fmt.Errorf("negative byte count per rate")
-	case c.Burst < 0:
-		return fmt.Errorf("negative burst")
-	case c.Tolerance < 0 || c.Tolerance >= 100:
-		return fmt.Errorf("tolerance %v%% is outside [0, 100)", c.Tolerance)
-	case c.TxDepth < 1 || c.RxDepth < 1:
-		return fmt.Errorf("tx depth %d and rx depth %d must be at least 1", c.TxDepth, c.RxDepth)
+	var ps session.Problems
+	if c.Size < 1 {
+		ps.AddField(session.NewFieldError("Size", c.Size, "give a message size of at least 1 byte"))
 	}
+	switch {
+	case c.RateBytes < 0:
+		ps.AddField(session.NewFieldError("RateBytes", c.RateBytes, "the bytes measured per rate cannot be negative"))
+	case c.RateDuration <= 0 && c.RateBytes == 0:
+		ps.AddField(session.NewFieldError("RateDuration", c.RateDuration, "must be positive, e.g. 1s").
+			WithFix("or measure each rate by bytes ({RateBytes})"))
+	}
+	if c.Burst < 0 {
+		ps.AddField(session.NewFieldError("Burst", c.Burst, "the bucket depth cannot be negative"))
+	}
+	if c.Tolerance < 0 || c.Tolerance >= 100 {
+		ps.AddField(session.NewFieldError("Tolerance", c.Tolerance, "give a percentage in [0, 100)"))
+	}
+	ps.Add(session.CheckTxDepth(c.TxDepth))
+	ps.Add(session.CheckRxDepth(c.RxDepth))
 	for _, r := range c.Rates {
 		if !(r > 0) || math.IsInf(r, 0) {
-			return fmt.Errorf("rate %v Mb/s is not a positive rate", r)
+			ps.AddField(session.NewFieldError("Rates", c.Rates, "rate %v Mb/s is not a positive rate", r))
+			break
 		}
 	}
-	return nil
+	return ps.Err()
 }
 
 // CheckDevice checks the rates against the device's pacing range.

@@ -39,6 +39,7 @@ import (
 	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/sendpath"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 
@@ -64,7 +65,7 @@ type Config struct {
 	OnStep func(Step)
 	// OnConnected, if set, is called once, when the first run's QPs are
 	// connected.
-	OnConnected func(latency.Info)
+	OnConnected func(session.Info)
 }
 
 // Step is one run of a comparison.
@@ -154,7 +155,7 @@ func Run(ctx context.Context, dev *verbsio.Context, connect Connector, cfg Confi
 		if err != nil {
 			return nil, fmt.Errorf("%s, repetition %d of %d: %w", run.Path, run.Repetition+1, reps, err)
 		}
-		var onConnected func(latency.Info)
+		var onConnected func(session.Info)
 		if !connected && cfg.OnConnected != nil {
 			onConnected, connected = cfg.OnConnected, true
 		}
@@ -168,7 +169,7 @@ func Run(ctx context.Context, dev *verbsio.Context, connect Connector, cfg Confi
 }
 
 // runOne runs the test once on run's path over conn.
-func (c *Config) runOne(ctx context.Context, dev *verbsio.Context, conn *oob.Conn, run Step, onConnected func(latency.Info)) ([]reports.Result, error) {
+func (c *Config) runOne(ctx context.Context, dev *verbsio.Context, conn *oob.Conn, run Step, onConnected func(session.Info)) ([]reports.Result, error) {
 	tag := func(p oob.Params) oob.Params {
 		p.Fields = append(slices.Clone(p.Fields),
 			oob.Field{Flag: "--path", Value: run.Path.String(), Symmetric: true},

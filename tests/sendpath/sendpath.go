@@ -1,5 +1,6 @@
-// Package sendpath is how rperf's tests post their work by one of the
-// send paths they compare (ARCHITECTURE.md, "Send paths"):
+// Package sendpath names the send paths rperf's tests compare, says which
+// applies to which test and what each needs of a device (docs/rperf.md,
+// "Send paths"):
 //
 //   - generic: QP.PostSend with a chain of work requests, CQ.Poll;
 //   - burst: the qp_burst family (SendPending for each SEND of a batch,
@@ -14,10 +15,9 @@
 //     doorbell per batch, completions read from the CQ's ring.
 //
 // In a comparison every path differs from generic in that one respect,
-// so that a ratio to generic measures it alone. The loops of tests/latency and tests/bw post
-// through a Sender, take completions through Completions and repost
-// receives through a Receiver; none of them allocates, locks or logs per
-// operation.
+// so that a ratio to generic measures it alone. The session posts by them
+// (session.Session.OpenPath: a Sender, Completions and a Receiver per
+// path, none of which allocates, locks or logs per operation).
 package sendpath
 
 import (
@@ -26,7 +26,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 
@@ -69,7 +68,9 @@ func Parse(s string) (Path, error) {
 
 // Test is what Applies needs to know of a test.
 type Test struct {
-	Verb      session.Verb
+	// Op is the operation the test posts: OpSend, OpRDMAWrite,
+	// OpRDMARead or an atomic.
+	Op        verbsio.Opcode
 	Bandwidth bool // a bandwidth test (else latency)
 	Type      verbsio.QPType
 }
@@ -77,12 +78,12 @@ type Test struct {
 // Applies returns nil if path p applies to test t, else an error saying
 // why not, in the test's terms.
 func Applies(p Path, t Test) error {
-	rw := t.Verb == session.Send || t.Verb == session.Write
+	rw := t.Op == verbsio.OpSend || t.Op == verbsio.OpRDMAWrite
 	switch p {
 	case Generic, DM:
 		return nil
 	case Burst:
-		if t.Verb != session.Send {
+		if t.Op != verbsio.OpSend {
 			return errors.New("the qp_burst family posts SENDs only: use it with send-lat or send-bw")
 		}
 		if t.Type != verbsio.QPTypeRC && t.Type != verbsio.QPTypeUC {

@@ -3,21 +3,21 @@ package session
 import (
 	"fmt"
 
+	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/verbsio"
 )
 
-// Send-path support: message buffers in device memory (Spec.DeviceMemory)
-// and the probe state that path-specific completion pollers share with
-// the Waiter.
+// Send-path support: message buffers in device memory (the dm path) and
+// the probe state that path-specific completion pollers share with the
+// Waiter.
 
 // allocBuffers allocates total bytes of message buffers and registers
-// them with access: host memory from the context (Dev.Alloc), or with
-// Spec.DeviceMemory device memory (AllocDM, RegDMMR), whose region is
-// zero-based: SGE and remote addresses are offsets, which MR.Addr (0)
+// them with access: host memory from the context (Dev.Alloc), or on the
+// dm path device memory (AllocDM, RegDMMR), whose region is zero-based: SGE and remote addresses are offsets, which MR.Addr (0)
 // and MR.SGE already account for, so the key exchange carries offsets.
 func (s *Session) allocBuffers(total int, access verbsio.Access) error {
 	name := s.Dev.Device.Name
-	if !s.Spec.DeviceMemory {
+	if s.Spec.Path != sendpath.DM {
 		var err error
 		if s.Buf, err = s.Dev.Alloc(total); err != nil {
 			return fmt.Errorf("allocate %d bytes of message buffers on %s: %w", total, name, err)

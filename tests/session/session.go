@@ -9,55 +9,9 @@ import (
 	"time"
 
 	"github.com/rperf/rperf/tests/oob"
+	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/verbsio"
 )
-
-// Verb is the operation a test measures.
-type Verb uint8
-
-// Verbs, as perftest's VerbType (without the _IMM variants).
-const (
-	Send Verb = iota
-	Write
-	Read
-	Atomic
-)
-
-var verbNames = [...]string{"send", "write", "read", "atomic"}
-
-// String returns "send", "write", "read" or "atomic".
-func (v Verb) String() string {
-	if int(v) < len(verbNames) {
-		return verbNames[v]
-	}
-	return fmt.Sprintf("Verb(%d)", v)
-}
-
-// Opcode returns the opcode of the verb's work requests; atomic is the
-// given atomic opcode.
-func (v Verb) Opcode(atomic verbsio.Opcode) verbsio.Opcode {
-	switch v {
-	case Send:
-		return verbsio.OpSend
-	case Write:
-		return verbsio.OpRDMAWrite
-	case Read:
-		return verbsio.OpRDMARead
-	}
-	return atomic
-}
-
-// Connections lists the transports the verb runs over: SEND over RC, UC
-// and UD, RDMA WRITE over RC and UC, READ and atomics over RC only.
-func (v Verb) Connections() []verbsio.QPType {
-	switch v {
-	case Send:
-		return []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC, verbsio.QPTypeUD}
-	case Write:
-		return []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC}
-	}
-	return []verbsio.QPType{verbsio.QPTypeRC}
-}
 
 // AtomicSize is the size of every atomic operation.
 const AtomicSize = 8
@@ -129,11 +83,12 @@ type Spec struct {
 	// uses the same addresses, as in perftest. Receives are posted to the
 	// receive slots in turn (see QP.RecvSlot).
 	SendSlots, RecvSlots int
-	// DeviceMemory puts the message buffers in device memory (the dm send
-	// path); Segmenter says who cuts messages into packets (the tso path
-	// asks for the kernel).
-	DeviceMemory bool
-	Segmenter    verbsio.Segmenter
+	// Path is the send path the QPs post by (OpenPath): the dm path puts
+	// the message buffers in device memory. Segmenter says who cuts
+	// messages into packets; the default leaves it to the path
+	// (sendpath.Path.QPSegmenter: the kernel for tso).
+	Path      sendpath.Path
+	Segmenter verbsio.Segmenter
 }
 
 // AutoGID as Spec.GIDIndex picks the GID perftest would.
@@ -201,8 +156,8 @@ type Session struct {
 
 	PD     *verbsio.PD
 	MR     *verbsio.MR
-	Buf    []byte      // host memory; nil with Spec.DeviceMemory
-	DM     *verbsio.DM // device memory with Spec.DeviceMemory
+	Buf    []byte      // host memory; nil on the dm path
+	DM     *verbsio.DM // device memory on the dm path
 	dmWord [4]byte     // scratch of StoreByte and PeekByte (devmem.go)
 	SendCQ *verbsio.CQ
 	RecvCQ *verbsio.CQ // SEND tests; SendCQ otherwise
@@ -400,7 +355,7 @@ func (s *Session) createResources() error {
 		qp, err := s.PD.CreateQP(verbsio.QPInitAttr{
 			Type: sp.Type, SendCQ: s.SendCQ, RecvCQ: s.RecvCQ,
 			Cap:       verbsio.QPCap{MaxSendWR: sp.TxDepth + 1, MaxRecvWR: recvWR, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: sp.Inline},
-			Segmenter: sp.Segmenter,
+			Segmenter: sp.Path.QPSegmenter(sp.Segmenter),
 		})
 		if err != nil {
 			return fmt.Errorf("create %s QP %d of %d on %s: %w", sp.Type, i+1, sp.QPs, name, err)

@@ -13,18 +13,19 @@ import (
 	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/sendpath"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/spf13/pflag"
 )
 
-// Limits perftest applies to its flags (perftest_parameters.h).
+// The flags of the test commands. validate checks what is about the flags
+// themselves (spelling, flags that do not apply, conflicts between flags
+// the configuration does not have); every rule about the values is the
+// test's Check, whose problems name configuration fields, which the flag
+// table below maps back to flags (check.go).
+
+// Flag spellings of -a.
 const (
-	maxTxDepth  = 15000 // MAX_TX / -t
-	maxRxDepth  = 15000
-	maxCQMod    = 1024 // -Q
-	maxInline   = 1024 // -I
-	maxQPs      = 16384
-	minIters    = 5       // MIN_ITER
 	allMinShift = 1       // -a: sizes 2^1 ...
 	allMaxSize  = 1 << 23 // ... to 2^23
 )
@@ -38,7 +39,7 @@ const DefaultTimeout = 60 * time.Second
 
 // options holds every flag of a test command.
 type options struct {
-	k    kind
+	test session.Test
 	host string
 	// segmenter is who cut the packets on a packet fabric, once known
 	// (pathExtra), for the header.
@@ -80,6 +81,9 @@ type options struct {
 	pathOptions    // the send path (path.go)
 
 	fs *pflag.FlagSet
+	// fields maps the configuration's fields to the command's flags, for
+	// the problems Check reports (check.go).
+	fields map[string]string
 
 	// Parsed by validate.
 	qpType   verbsio.QPType
@@ -90,58 +94,80 @@ type options struct {
 	mtuEnum  verbsio.MTU
 }
 
-// flagSpec describes a flag: its names, its help and which tests it
-// applies to (nil: all).
+// lat reports whether the command runs a latency test.
+func (o *options) lat() bool { return o.test.Family() == session.Latency }
+
+// verb is the verb the command's test measures.
+func (o *options) verb() session.Verb { return o.test.Verb() }
+
+// flagSpec describes a flag: its help, the configuration field it sets
+// (for Check's problems), and which tests it applies to (nil: all).
 type flagSpec struct {
-	name, short string
-	usage       string
-	applies     func(kind) bool
-	what        string // "bandwidth tests", for the error when it does not apply
+	usage   string
+	field   string
+	applies func(session.Test) bool
+	what    string // "bandwidth tests", for the error when it does not apply
 }
 
-func bwOnly(k kind) bool      { return !k.lat }
-func latOnly(k kind) bool     { return k.lat }
-func atomicOnly(k kind) bool  { return k.atomic() }
-func sendOnly(k kind) bool    { return k.send() }
-func readAtomic(k kind) bool  { return k.read() || k.atomic() }
-func sendOrWrite(k kind) bool { return k.send() || k.write() }
-func notAtomic(k kind) bool   { return !k.atomic() }
+func bwOnly(t session.Test) bool      { return t.Family() == session.Bandwidth }
+func latOnly(t session.Test) bool     { return t.Family() == session.Latency }
+func atomicOnly(t session.Test) bool  { return t.Verb() == session.Atomic }
+func sendOnly(t session.Test) bool    { return t.Verb() == session.Send }
+func readAtomic(t session.Test) bool  { return t.Verb() == session.Read || t.Verb() == session.Atomic }
+func sendOrWrite(t session.Test) bool { return t.Verb() == session.Send || t.Verb() == session.Write }
+func notAtomic(t session.Test) bool   { return t.Verb() != session.Atomic }
 
 var specs = map[string]flagSpec{
 	"ib-dev":        {usage: "RDMA device (the built-in engine's shared-memory device by default)"},
-	"ib-port":       {usage: "port of the device"},
-	"size":          {usage: "message size in bytes; K, M and G multiply by 2^10, 2^20, 2^30", applies: notAtomic},
+	"ib-port":       {usage: "port of the device", field: "Port"},
+	"size":          {usage: "message size in bytes; K, M and G multiply by 2^10, 2^20, 2^30", field: "Sizes", applies: notAtomic},
 	"all":           {usage: "run every size from 2 to 2^23 bytes (see --max-size)", applies: notAtomic},
-	"iters":         {usage: "iterations per size"},
-	"duration":      {usage: "duration mode: run each size for this many seconds"},
-	"margin":        {usage: "with -D: warm-up and cool-down margin in seconds, not counted"},
-	"tx-depth":      {usage: "send queue depth: messages outstanding per QP"},
-	"rx-depth":      {usage: "receives kept posted per QP", applies: sendOnly, what: "the send tests"},
-	"post_list":     {usage: "post this many requests per post call; CQ moderation then equals it", applies: bwOnly, what: "bandwidth tests"},
-	"cq-mod":        {usage: "ask for a completion every N messages (default 100, 1 above 8 KiB, at most -t)", applies: bwOnly, what: "bandwidth tests"},
-	"inline_size":   {usage: "largest message sent inline (send-lat over UD: 188 unless set)", applies: sendOrWrite, what: "send and write tests"},
-	"connection":    {usage: "transport: RC, UC or UD, as the test allows"},
-	"qp":            {usage: "number of queue pairs", applies: bwOnly, what: "bandwidth tests"},
-	"bidirectional": {usage: "measure both directions at once; both sides print the sum", applies: bwOnly, what: "bandwidth tests"},
-	"atomic_type":   {usage: "CMP_AND_SWAP or FETCH_AND_ADD", applies: atomicOnly, what: "atomic tests"},
-	"outs":          {usage: "outstanding RDMA READs/atomics (default: the device's maximum)", applies: readAtomic, what: "read and atomic tests"},
-	"qp-timeout":    {usage: "QP ACK timeout exponent: 4.096 us * 2^N"},
-	"report_gbits":  {usage: "report bandwidth in Gb/s (10^9 bits) instead of MiB/s", applies: bwOnly, what: "bandwidth tests"},
+	"iters":         {usage: "iterations per size", field: "Iterations"},
+	"duration":      {usage: "duration mode: run each size for this many seconds", field: "Duration"},
+	"margin":        {usage: "with -D: warm-up and cool-down margin in seconds, not counted", field: "Margin"},
+	"tx-depth":      {usage: "send queue depth: messages outstanding per QP", field: "TxDepth"},
+	"rx-depth":      {usage: "receives kept posted per QP", field: "RxDepth", applies: sendOnly, what: "the send tests"},
+	"post_list":     {usage: "post this many requests per post call; CQ moderation then equals it", field: "PostList", applies: bwOnly, what: "bandwidth tests"},
+	"cq-mod":        {usage: "ask for a completion every N messages (default 100, 1 above 8 KiB, at most -t)", field: "CQMod", applies: bwOnly, what: "bandwidth tests"},
+	"inline_size":   {usage: "largest message sent inline (send-lat over UD: 188 unless set)", field: "Inline", applies: sendOrWrite, what: "send and write tests"},
+	"connection":    {usage: "transport: RC, UC or UD, as the test allows", field: "Connection"},
+	"qp":            {usage: "number of queue pairs", field: "QPs", applies: bwOnly, what: "bandwidth tests"},
+	"bidirectional": {usage: "measure both directions at once; both sides print the sum", field: "Bidirectional", applies: bwOnly, what: "bandwidth tests"},
+	"atomic_type":   {usage: "CMP_AND_SWAP or FETCH_AND_ADD", field: "AtomicOp", applies: atomicOnly, what: "atomic tests"},
+	"outs":          {usage: "outstanding RDMA READs/atomics (default: the device's maximum)", field: "OutReads", applies: readAtomic, what: "read and atomic tests"},
+	"qp-timeout":    {usage: "QP ACK timeout exponent: 4.096 us * 2^N", field: "QPTimeout"},
+	"report_gbits":  {usage: "report bandwidth in Gb/s (10^9 bits) instead of MiB/s", field: "ReportGbits", applies: bwOnly, what: "bandwidth tests"},
 	"CPU-freq":      {usage: "accepted for perftest compatibility; rperf's clock needs no CPU frequency"},
 	"port":          {usage: "TCP port of the out-of-band connection (0 on a server: any free port)"},
-	"noPeak":        {usage: "do not compute the peak bandwidth", applies: bwOnly, what: "bandwidth tests"},
-	"mtu":           {usage: "path MTU in bytes, 256 to 4096 (default: the port's active MTU)"},
+	"noPeak":        {usage: "do not compute the peak bandwidth", field: "NoPeak", applies: bwOnly, what: "bandwidth tests"},
+	"mtu":           {usage: "path MTU in bytes, 256 to 4096 (default: the port's active MTU)", field: "MTU"},
 	"json":          {usage: "write the results as an rperf/v1 JSON document to FILE (- for stdout)"},
 	"hgrm":          {usage: "write each size's latency histogram as HdrHistogram .hgrm text to FILE (several sizes: FILE-<size>.hgrm)", applies: latOnly, what: "latency tests"},
-	"percentiles":   {usage: "percentiles of the true statistics (default 50,90,99,99.9,99.99)", applies: latOnly, what: "latency tests"},
-	"warmup":        {usage: "unmeasured iterations (latency) or messages per QP (bandwidth) before each size"},
+	"percentiles":   {usage: "percentiles of the true statistics (default 50,90,99,99.9,99.99)", field: "Percentiles", applies: latOnly, what: "latency tests"},
+	"warmup":        {usage: "unmeasured iterations (latency) or messages per QP (bandwidth) before each size", field: "Warmup"},
 	"loopback":      {usage: "run the server too, as a second process on this host, and print the client's report"},
 	"max-size":      {usage: "with -a: the largest size (default 8M)", applies: notAtomic},
-	"timeout":       {usage: "longest wait for the peer: connecting, each exchange, a silent peer mid-run (a server waits 10x this for its client)"},
+	"timeout":       {usage: "longest wait for the peer: connecting, each exchange, a silent peer mid-run (a server waits 10x this for its client)", field: "StallTimeout"},
+	gidIndexFlag:    {field: "GIDIndex"},
+	"ipv6":          {field: "IPv6"},
+	validateFlag:    {field: "Validate"},
+	pathFlag:        {field: "Path"},
+}
+
+// fieldFlags maps each configuration field to the flag that sets it.
+func fieldFlags() map[string]string {
+	m := make(map[string]string, len(specs))
+	for name, sp := range specs {
+		if sp.field != "" {
+			m[sp.field] = name
+		}
+	}
+	return m
 }
 
 func (o *options) register(fs *pflag.FlagSet) {
 	o.fs = fs
+	o.fields = fieldFlags()
 	fs.SortFlags = false
 	fs.StringVarP(&o.device, "ib-dev", "d", DefaultDevice, specs["ib-dev"].usage)
 	fs.IntVarP(&o.ibPort, "ib-port", "i", 1, specs["ib-port"].usage)
@@ -151,7 +177,7 @@ func (o *options) register(fs *pflag.FlagSet) {
 	fs.IntVarP(&o.duration, "duration", "D", 0, specs["duration"].usage)
 	fs.IntVarP(&o.margin, "margin", "f", 2, specs["margin"].usage)
 	fs.IntVarP(&o.txDepth, "tx-depth", "t", 0, specs["tx-depth"].usage)
-	fs.IntVarP(&o.rxDepth, "rx-depth", "r", 512, specs["rx-depth"].usage)
+	fs.IntVarP(&o.rxDepth, "rx-depth", "r", session.DefaultRxDepth, specs["rx-depth"].usage)
 	fs.IntVarP(&o.postList, "post_list", "l", 1, specs["post_list"].usage)
 	fs.IntVarP(&o.cqMod, "cq-mod", "Q", 0, specs["cq-mod"].usage)
 	fs.IntVarP(&o.inline, "inline_size", "I", 0, specs["inline_size"].usage)
@@ -178,18 +204,19 @@ func (o *options) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.loopbackServer, loopbackServerFlag, false, "internal: the server process of --loopback")
 	fs.MarkHidden(loopbackServerFlag)
 	for name, sp := range specs {
-		if sp.applies != nil && !sp.applies(o.k) {
+		if sp.applies != nil && !sp.applies(o.test) {
 			fs.MarkHidden(name)
 		}
 	}
-	fs.Lookup("iters").DefValue = strconv.Itoa(o.k.defaultIters())
-	fs.Lookup("tx-depth").DefValue = strconv.Itoa(o.k.defaultTxDepth())
-	fs.Lookup("size").DefValue = strconv.Itoa(o.k.defaultSize())
-	if !(o.k.lat && o.k.send()) {
+	t := o.test
+	fs.Lookup("iters").DefValue = strconv.Itoa(t.DefaultIterations())
+	fs.Lookup("tx-depth").DefValue = strconv.Itoa(t.DefaultTxDepth())
+	fs.Lookup("size").DefValue = strconv.Itoa(t.DefaultSize())
+	if !(o.lat() && o.verb() == session.Send) {
 		fs.Lookup("inline_size").Usage = "largest message sent inline"
 	}
-	if o.k.lat {
-		fs.Lookup("inline_size").DefValue = strconv.Itoa(latency.DefaultInline(o.k.latT, verbsio.QPTypeRC))
+	if o.lat() {
+		fs.Lookup("inline_size").DefValue = strconv.Itoa(t.DefaultInline(verbsio.QPTypeRC))
 	}
 }
 
@@ -198,14 +225,19 @@ func (o *options) changed(name string) bool { return o.fs.Changed(name) }
 // flagText spells a flag as the user would, e.g. "-q 4" or "--report_gbits".
 func (o *options) flagText(name string) string {
 	f := o.fs.Lookup(name)
-	lead := "--" + name
-	if f.Shorthand != "" {
-		lead = "-" + f.Shorthand
-	}
+	lead := flagLead(f)
 	if f.Value.Type() == "bool" {
 		return lead
 	}
 	return lead + " " + f.Value.String()
+}
+
+// flagLead is a flag's shortest spelling, e.g. "-q" or "--report_gbits".
+func flagLead(f *pflag.Flag) string {
+	if f.Shorthand != "" {
+		return "-" + f.Shorthand
+	}
+	return "--" + f.Name
 }
 
 // parseSize parses a size with perftest's optional K, M or G suffix.
@@ -234,24 +266,71 @@ func parseSize(s string) (int, error) {
 	return int(v * mult), nil
 }
 
-// validate checks the flags by themselves, before any device is open; the
-// errors name the flag and how to fix it.
-func (o *options) validate(args []string) error {
-	k := o.k
+// parsePercentiles parses --percentiles: a comma-separated list of
+// percentiles in (0, 100].
+func parsePercentiles(list string) ([]float64, error) {
+	var ps []float64
+	for _, f := range strings.Split(list, ",") {
+		p, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(p > 0 && p <= 100) {
+			return nil, cli.Usagef("--percentiles %s: %q is not a percentile in (0, 100]; give a list like 50,99,99.9", list, f)
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+// parseMTU parses -m: a path MTU in bytes.
+func (o *options) parseMTU() error {
+	if !o.changed("mtu") {
+		return nil
+	}
+	m, ok := verbsio.MTUFromBytes(o.mtu)
+	if !ok || m.Bytes() != o.mtu {
+		return cli.Usagef("-m %d: the MTU must be 256, 512, 1024, 2048 or 4096", o.mtu)
+	}
+	o.mtuEnum = m
+	return nil
+}
+
+// validateArgs takes the host argument and checks the flags about where
+// the peer is: --loopback, the ports, --timeout.
+func (o *options) validateArgs(args []string) error {
 	switch {
 	case len(args) > 1:
 		return cli.Usagef("too many arguments %q: give at most the server's host name", args)
 	case len(args) == 1:
 		o.host = args[0]
 	}
-	if o.loopback && o.host != "" {
+	switch {
+	case o.loopback && o.host != "":
 		return cli.Usagef("--loopback runs the server itself: drop the host %q, or drop --loopback to connect to a server there", o.host)
-	}
-	if o.loopbackServer && (o.host != "" || o.loopback) {
+	case o.loopbackServer && (o.host != "" || o.loopback):
 		return cli.Usagef("--%s is internal to --loopback", loopbackServerFlag)
+	case o.qpTimeout < 0 || o.qpTimeout > 31:
+		return cli.Usagef("-u %d: the QP timeout exponent must be between 0 and 31", o.qpTimeout)
+	case o.ibPort < 1 || o.ibPort > 255:
+		return cli.Usagef("-i %d: not a port number (ports count from 1)", o.ibPort)
+	case o.port < 0 || o.port > 65535:
+		return cli.Usagef("-p %d: not a TCP port", o.port)
+	case o.port == 0 && o.host != "":
+		return cli.Usagef("-p 0: a client needs the server's port; give the port the server printed")
+	case o.timeout <= 0:
+		return cli.Usagef("--timeout %v: must be positive, e.g. 30s", o.timeout)
+	}
+	return o.parseMTU()
+}
+
+// validate checks the flags by themselves, before any device is open, and
+// then the test's configuration they make (Check); the errors name the
+// flag and how to fix it.
+func (o *options) validate(args []string) error {
+	t := o.test
+	if err := o.validateArgs(args); err != nil {
+		return err
 	}
 	// Flags that do not apply to this test.
-	if k.atomic() {
+	if t.Verb() == session.Atomic {
 		for _, name := range []string{"size", "all", "max-size"} {
 			if o.changed(name) {
 				return cli.Usagef("%s: atomic operations always move 8 bytes; drop it", o.flagText(name))
@@ -262,33 +341,24 @@ func (o *options) validate(args []string) error {
 		if sp.what == "" {
 			continue
 		}
-		if sp.applies != nil && !sp.applies(k) && o.changed(name) {
-			return cli.Usagef("%s applies to %s only, not to %s; drop it", o.flagText(name), sp.what, k.command())
+		if sp.applies != nil && !sp.applies(t) && o.changed(name) {
+			return cli.Usagef("%s applies to %s only, not to %s; drop it", o.flagText(name), sp.what, t.Command())
 		}
 	}
 
-	// Transport.
-	t, ok := verbsio.ParseQPType(o.connection)
-	if !ok || t == verbsio.QPTypeRawPacket {
+	// Transport: its spelling (which transport the test takes is Check's).
+	typ, ok := verbsio.ParseQPType(o.connection)
+	if !ok || typ == verbsio.QPTypeRawPacket {
 		up := strings.ToUpper(o.connection)
 		if up == "XRC" || up == "DC" || up == "SRD" {
 			return cli.Usagef("-c %s: rperf runs over RC, UC and UD; %s is not supported", o.connection, up)
 		}
 		return cli.Usagef("-c %s: not a connection type; use RC, UC or UD", o.connection)
 	}
-	o.qpType = t
-	allowed := k.connections()
-	okT := false
-	var names []string
-	for _, a := range allowed {
-		okT = okT || a == t
-		names = append(names, a.String())
-	}
-	if !okT {
-		return cli.Usagef("-c %s: %s runs over %s only", t, k.command(), strings.Join(names, " or "))
-	}
+	o.qpType, o.connection = typ, typ.String()
 
-	// Sizes.
+	// Sizes: their spelling; they are checked against the device once it
+	// is open (sizesFor).
 	switch {
 	case o.all && o.changed("size"):
 		return cli.Usagef("-a and -s conflict: -a runs every size from 2 to %d bytes; drop one of them", allMaxSize)
@@ -302,7 +372,7 @@ func (o *options) validate(args []string) error {
 		}
 		o.sizes = []int{n}
 	} else if !o.all {
-		o.sizes = []int{k.defaultSize()}
+		o.sizes = []int{t.DefaultSize()}
 	}
 	o.maxSz = allMaxSize
 	if o.changed("max-size") {
@@ -316,7 +386,7 @@ func (o *options) validate(args []string) error {
 		o.maxSz = n
 	}
 
-	// Iterations and duration.
+	// Iterations or duration: -D counts whole seconds, -f belongs to it.
 	switch {
 	case o.changed("iters") && o.changed("duration"):
 		return cli.Usagef("-n and -D conflict: -n runs a number of iterations, -D runs for a time; drop one of them")
@@ -324,71 +394,33 @@ func (o *options) validate(args []string) error {
 		return cli.Usagef("-f %d is the margin of duration mode; add -D, or drop -f", o.margin)
 	case o.changed("duration") && o.duration < 1:
 		return cli.Usagef("-D %d: the duration must be at least 1 second", o.duration)
-	case o.margin < 0:
-		return cli.Usagef("-f %d: the margin cannot be negative", o.margin)
-	case o.changed("duration") && o.duration <= 2*o.margin:
-		return cli.Usagef("-D %d -f %d: the duration must be longer than twice the margin; use -D %d or more, or a smaller -f", o.duration, o.margin, 2*o.margin+1)
-	case o.changed("iters") && o.iters < minIters:
-		return cli.Usagef("-n %d: at least %d iterations are needed", o.iters, minIters)
-	case o.warmup < 0:
-		return cli.Usagef("--warmup %d: cannot be negative", o.warmup)
-	case o.warmup > 0 && o.changed("duration"):
-		return cli.Usagef("--warmup and -D conflict: duration mode warms up during its margin (-f); drop --warmup")
-	}
-	if !o.changed("iters") {
-		o.iters = k.defaultIters()
 	}
 
-	// Queues.
-	if !o.changed("tx-depth") {
-		o.txDepth = k.defaultTxDepth()
-	}
-	switch {
-	case o.txDepth < 1 || o.txDepth > maxTxDepth:
-		return cli.Usagef("-t %d: tx depth must be between 1 and %d", o.txDepth, maxTxDepth)
-	case o.rxDepth < 1 || o.rxDepth > maxRxDepth:
-		return cli.Usagef("-r %d: rx depth must be between 1 and %d", o.rxDepth, maxRxDepth)
-	case o.postList < 1:
-		return cli.Usagef("-l %d: the post list must be at least 1", o.postList)
-	case o.postList > min(o.txDepth, o.iters) && !o.changed("duration"):
-		return cli.Usagef("-l %d: the post list cannot be longer than the tx depth (-t %d) or the iterations (-n %d)", o.postList, o.txDepth, o.iters)
-	case o.postList > o.txDepth:
-		return cli.Usagef("-l %d: the post list cannot be longer than the tx depth (-t %d)", o.postList, o.txDepth)
-	case o.changed("cq-mod") && (o.cqMod < 1 || o.cqMod > maxCQMod):
-		return cli.Usagef("-Q %d: CQ moderation must be between 1 and %d", o.cqMod, maxCQMod)
-	case o.changed("cq-mod") && o.postList > 1:
-		return cli.Usagef("-Q and -l conflict: with a post list, CQ moderation equals the list length; drop -Q")
-	case o.changed("inline_size") && (o.inline < 0 || o.inline > maxInline):
-		return cli.Usagef("-I %d: inline size must be between 0 and %d", o.inline, maxInline)
-	case o.qps < 1 || o.qps > maxQPs:
-		return cli.Usagef("-q %d: the number of QPs must be between 1 and %d", o.qps, maxQPs)
-	case o.changed("outs") && o.outs < 1:
-		return cli.Usagef("-o %d: outstanding reads must be at least 1", o.outs)
-	case o.qpTimeout < 0 || o.qpTimeout > 31:
-		return cli.Usagef("-u %d: the QP timeout exponent must be between 0 and 31", o.qpTimeout)
-	case o.ibPort < 1 || o.ibPort > 255:
-		return cli.Usagef("-i %d: not a port number (ports count from 1)", o.ibPort)
-	case o.port < 0 || o.port > 65535:
-		return cli.Usagef("-p %d: not a TCP port", o.port)
-	case o.port == 0 && o.host != "":
-		return cli.Usagef("-p 0: a client needs the server's port; give the port the server printed")
-	case o.timeout <= 0:
-		return cli.Usagef("--timeout %v: must be positive, e.g. 30s", o.timeout)
-	}
-	if k.lat && !o.changed("inline_size") {
-		o.inline = latency.DefaultInline(k.latT, o.qpType)
-	}
-
-	// MTU.
-	if o.changed("mtu") {
-		m, ok := verbsio.MTUFromBytes(o.mtu)
-		if !ok || m.Bytes() != o.mtu {
-			return cli.Usagef("-m %d: the MTU must be 256, 512, 1024, 2048 or 4096", o.mtu)
+	// Values whose 0 means "not given" in the configuration: given, they
+	// must be real values.
+	if o.changed("cq-mod") {
+		if err := o.usage(bw.CheckCQMod(o.cqMod)); err != nil {
+			return err
 		}
-		o.mtuEnum = m
+	}
+	if o.changed("outs") {
+		if err := o.usage(session.CheckOutReads(o.outs)); err != nil {
+			return err
+		}
 	}
 
-	// Atomics.
+	// Defaults the test chooses.
+	if !o.changed("iters") {
+		o.iters = t.DefaultIterations()
+	}
+	if !o.changed("tx-depth") {
+		o.txDepth = t.DefaultTxDepth()
+	}
+	if !o.changed("inline_size") {
+		o.inline = t.DefaultInline(o.qpType)
+	}
+
+	// Atomics and reports: spellings.
 	switch strings.ToUpper(o.atomicType) {
 	case "FETCH_AND_ADD", "FAA":
 		o.atomicOp = verbsio.OpAtomicFetchAdd
@@ -397,16 +429,10 @@ func (o *options) validate(args []string) error {
 	default:
 		return cli.Usagef("-A %s: use CMP_AND_SWAP or FETCH_AND_ADD", o.atomicType)
 	}
-
-	// Reports.
 	if o.changed("percentiles") {
-		var ps []float64
-		for _, f := range strings.Split(o.percentiles, ",") {
-			p, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-			if err != nil || !(p > 0 && p <= 100) {
-				return cli.Usagef("--percentiles %s: %q is not a percentile in (0, 100]; give a list like 50,99,99.9", o.percentiles, f)
-			}
-			ps = append(ps, p)
+		ps, err := parsePercentiles(o.percentiles)
+		if err != nil {
+			return err
 		}
 		o.pcts = ps
 	}
@@ -416,7 +442,13 @@ func (o *options) validate(args []string) error {
 	if err := o.validateUDP(); err != nil {
 		return err
 	}
-	return o.validatePath()
+	if err := o.validatePath(); err != nil {
+		return err
+	}
+	// Every rule about the values. The sizes, and the buffers they need,
+	// wait for the device: -a's list is known only then, and the depths
+	// that fit a validated run are chosen then (fitValidation).
+	return o.check(o.sizes, "Sizes", "Validate")
 }
 
 // sizesFor returns the sizes to run with the device's limits applied:
@@ -464,7 +496,7 @@ func (o *options) sizesFor(attr verbsio.DeviceAttr, port verbsio.PortAttr, dev s
 // checkDevice checks the queue flags against the device's limits. Defaults
 // the user did not set are lowered to fit the device instead.
 func (o *options) checkDevice(attr verbsio.DeviceAttr, dev string) error {
-	k := o.k
+	v := o.verb()
 	if !o.changed("inline_size") {
 		o.inline = min(o.inline, attr.MaxInlineData)
 	}
@@ -475,37 +507,40 @@ func (o *options) checkDevice(attr verbsio.DeviceAttr, dev string) error {
 		o.txDepth = min(o.txDepth, attr.MaxQPWR-1)
 	}
 	switch {
-	case k.sendOrWrite() && o.inline > attr.MaxInlineData:
+	case (v == session.Send || v == session.Write) && o.inline > attr.MaxInlineData:
 		return cli.Usagef("-I %d: inline size must be at most %d (%s's max_inline_data)", o.inline, attr.MaxInlineData, dev)
 	case attr.MaxQPWR > 0 && o.txDepth+1 > attr.MaxQPWR:
 		return cli.Usagef("-t %d: tx depth must be below %d (%s's max_qp_wr)", o.txDepth, attr.MaxQPWR, dev)
-	case k.send() && attr.MaxQPWR > 0 && o.rxDepth > attr.MaxQPWR:
+	case v == session.Send && attr.MaxQPWR > 0 && o.rxDepth > attr.MaxQPWR:
 		return cli.Usagef("-r %d: rx depth must be at most %d (%s's max_qp_wr)", o.rxDepth, attr.MaxQPWR, dev)
 	case attr.MaxQP > 0 && o.qps > attr.MaxQP:
 		return cli.Usagef("-q %d: %s offers at most %d QPs", o.qps, dev, attr.MaxQP)
 	case o.changed("outs") && o.outs > attr.MaxQPRdAtom:
 		return cli.Usagef("-o %d: outstanding reads must be at most %d (%s's max_qp_rd_atom)", o.outs, attr.MaxQPRdAtom, dev)
-	case k.atomic() && attr.AtomicCap == verbsio.AtomicNone:
+	case v == session.Atomic && attr.AtomicCap == verbsio.AtomicNone:
 		return &cli.EnvironmentError{Err: fmt.Errorf("%s does not support atomic operations (atomic_cap %s); run the atomic tests on another device", dev, attr.AtomicCap)}
 	case attr.MaxCQE > 0 && o.qps*(o.txDepth+1)+16 > attr.MaxCQE:
 		return cli.Usagef("-q %d with -t %d needs a CQ of %d entries, more than %s's %d; use fewer QPs or a smaller tx depth", o.qps, o.txDepth, o.qps*(o.txDepth+1)+16, dev, attr.MaxCQE)
-	case k.send() && attr.MaxCQE > 0 && o.qps*o.rxDepth+16 > attr.MaxCQE:
+	case v == session.Send && attr.MaxCQE > 0 && o.qps*o.rxDepth+16 > attr.MaxCQE:
 		return cli.Usagef("-q %d with -r %d needs a CQ of %d entries, more than %s's %d; use fewer QPs or a smaller rx depth", o.qps, o.rxDepth, o.qps*o.rxDepth+16, dev, attr.MaxCQE)
 	}
 	return nil
 }
 
 // params describes the test for the peer's parameter check, with the
-// flags spelled as on the command line. Symmetric fields must match.
+// flags spelled as on the command line. Symmetric fields must match. The
+// sizes are those the device takes (sizesFor).
 func (o *options) params(sizes []int) oob.Params {
-	p := oob.Params{Test: o.k.command()}
+	p := oob.Params{Test: o.test.Command()}
 	add := func(flag, value string, sym bool) {
 		p.Fields = append(p.Fields, oob.Field{Flag: flag, Value: value, Symmetric: sym})
 	}
-	if o.all {
+	switch {
+	case len(sizes) == 0: // not known yet (validate's check)
+	case o.all:
 		add("-a", "", true)
 		add("--max-size", strconv.Itoa(sizes[len(sizes)-1]), true)
-	} else {
+	default:
 		add("-s", strconv.Itoa(sizes[0]), true)
 	}
 	if o.changed("duration") {
@@ -515,7 +550,7 @@ func (o *options) params(sizes []int) oob.Params {
 		add("-n", strconv.Itoa(o.iters), true)
 	}
 	add("-c", o.qpType.String(), true)
-	if !o.k.lat {
+	if !o.lat() {
 		add("-q", strconv.Itoa(o.qps), true)
 		if o.bidir {
 			add("-b", "", true)
@@ -524,7 +559,7 @@ func (o *options) params(sizes []int) oob.Params {
 			add("--report_gbits", "", true)
 		}
 	}
-	if o.k.atomic() {
+	if o.verb() == session.Atomic {
 		add("-A", o.atomicOp.String(), true)
 	}
 	if o.warmup > 0 {
@@ -537,15 +572,16 @@ func (o *options) params(sizes []int) oob.Params {
 		add("--path", o.path.String(), true)
 	}
 	add("-t", strconv.Itoa(o.txDepth), false)
-	if o.k.send() {
+	if o.verb() == session.Send {
 		add("-r", strconv.Itoa(o.rxDepth), false)
 	}
 	return p
 }
 
-// latencyConfig builds the latency test's configuration.
-func (o *options) latencyConfig(sizes []int) latency.Config {
-	c := latency.Default(o.k.latT)
+// common is the part of the test's configuration every family shares,
+// from the flags.
+func (o *options) common(sizes []int) session.Config {
+	c := session.Default(o.test)
 	c.Connection = o.qpType
 	c.Sizes = sizes
 	c.Iterations = o.iters
@@ -554,55 +590,40 @@ func (o *options) latencyConfig(sizes []int) latency.Config {
 		c.Margin = time.Duration(o.margin) * time.Second
 	}
 	c.Warmup = o.warmup
-	c.TxDepth = o.txDepth
-	c.RxDepth = min(o.rxDepth, max(o.iters+o.warmup, 1))
-	if c.Duration > 0 {
-		c.RxDepth = o.rxDepth
-	}
+	c.TxDepth, c.RxDepth = o.txDepth, o.rxDepth
 	c.Inline = o.inline
 	c.OutReads = o.outs
 	c.AtomicOp = o.atomicOp
-	c.Percentiles = o.pcts
-	c.Link = o.link(o.params(sizes))
 	c.Validate = o.checkData
 	c.Path = o.path
+	c.Link = o.link(o.params(sizes))
+	return c
+}
+
+// latencyConfig builds the latency test's configuration: the receives of
+// a run in iterations mode are capped at its messages.
+func (o *options) latencyConfig(sizes []int) latency.Config {
+	c := latency.Config{Config: o.common(sizes), Percentiles: o.pcts}
+	if c.Duration == 0 {
+		c.RxDepth = min(o.rxDepth, max(o.iters+o.warmup, 1))
+	}
+	return c
+}
+
+// bwConfig builds the bandwidth test's configuration.
+func (o *options) bwConfig(sizes []int) bw.Config {
+	c := bw.Config{Config: o.common(sizes), QPs: o.qps, PostList: o.postList,
+		Bidirectional: o.bidir, NoPeak: o.noPeak, ReportGbits: o.gbits}
+	if o.changed("cq-mod") {
+		c.CQMod = o.cqMod
+	}
 	return c
 }
 
 // link is how a test reaches its peer, from the flags (perftest -u, -i,
 // -m, -x, --ipv6, the stall timeout), with the parameters both sides
 // check.
-func (o *options) link(params oob.Params) latency.Link {
-	return latency.Link{QPTimeout: uint8(o.qpTimeout), Port: uint8(o.ibPort), MTU: o.mtuEnum, StallTimeout: o.timeout,
+func (o *options) link(params oob.Params) session.Link {
+	return session.Link{QPTimeout: uint8(o.qpTimeout), Port: uint8(o.ibPort), MTU: o.mtuEnum, StallTimeout: o.timeout,
 		Params: params, GIDIndex: o.gidIndex, IPv6: o.ipv6}
-}
-
-// bwConfig builds the bandwidth test's configuration.
-func (o *options) bwConfig(sizes []int) bw.Config {
-	c := bw.Default(o.k.bwT)
-	c.Connection = o.qpType
-	c.Sizes = sizes
-	c.Iterations = o.iters
-	if o.changed("duration") {
-		c.Duration = time.Duration(o.duration) * time.Second
-		c.Margin = time.Duration(o.margin) * time.Second
-	}
-	c.Warmup = o.warmup
-	c.QPs = o.qps
-	c.TxDepth = o.txDepth
-	c.RxDepth = o.rxDepth
-	c.PostList = o.postList
-	if o.changed("cq-mod") {
-		c.CQMod = o.cqMod
-	}
-	c.Inline = o.inline
-	c.OutReads = o.outs
-	c.AtomicOp = o.atomicOp
-	c.Bidirectional = o.bidir
-	c.NoPeak = o.noPeak
-	c.ReportGbits = o.gbits
-	c.Link = o.link(o.params(sizes))
-	c.Validate = o.checkData
-	c.Path = o.path
-	return c
 }

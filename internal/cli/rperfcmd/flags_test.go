@@ -11,24 +11,25 @@ import (
 
 	"github.com/rperf/rperf/internal/cli"
 	"github.com/rperf/rperf/tests/oob"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 
-func kindOf(t *testing.T, command string) kind {
+func testOf(t *testing.T, command string) session.Test {
 	t.Helper()
-	for _, k := range kinds {
-		if k.command() == command {
-			return k
+	for _, x := range session.Tests {
+		if x.Command() == command {
+			return x
 		}
 	}
 	t.Fatalf("no command %q", command)
-	return kind{}
+	return 0
 }
 
 // parse parses args as the command's flags and validates them.
 func parse(t *testing.T, command string, args ...string) (*options, error) {
 	t.Helper()
-	o := &options{k: kindOf(t, command)}
+	o := &options{test: testOf(t, command)}
 	fs := pflag.NewFlagSet(command, pflag.ContinueOnError)
 	fs.SetOutput(&strings.Builder{})
 	o.register(fs)
@@ -80,7 +81,7 @@ func TestDefaultsPerTest(t *testing.T) {
 			if len(sizes) != 1 || sizes[0] != c.size || o.iters != c.iters || o.txDepth != c.tx || o.inline != c.inline {
 				t.Errorf("sizes %v iters %d tx %d inline %d; want %d %d %d %d", sizes, o.iters, o.txDepth, o.inline, c.size, c.iters, c.tx, c.inline)
 			}
-			if o.k.lat {
+			if o.lat() {
 				cfg := o.latencyConfig(sizes)
 				if err := cfg.Check(); err != nil {
 					t.Errorf("latency config: %v", err)

@@ -36,7 +36,7 @@ const (
 // not exited by itself, and the kernel kills it if this process dies
 // (PR_SET_PDEATHSIG).
 func runLoopback(ctx context.Context, o *options, p *prepared, stdout, stderr io.Writer) error {
-	return loopbackWith(o, []string{o.k.command()}, func(client *options) error {
+	return loopbackWith(o, []string{o.test.Command()}, func(client *options) error {
 		return runSide(ctx, client, p, stdout, stderr, nil)
 	})
 }

@@ -1,20 +1,30 @@
 package rperfcmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sync"
-	"time"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/rperf/rperf/internal/cli"
 	"github.com/rperf/rperf/internal/clock"
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/reports/table"
-	"github.com/rperf/rperf/tests/latency"
+	"github.com/rperf/rperf/tests/dm"
 	"github.com/rperf/rperf/tests/oob"
+	"github.com/rperf/rperf/tests/pacing"
+	"github.com/rperf/rperf/tests/sendpath"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
+
+// Everything rperf writes: the headers of the tests, the comparisons and
+// the sweep (perftest's layout, ending with the same Peer and Clock
+// lines), their tables, the engine's counters, the JSON document and the
+// .hgrm histograms. The text of the tables themselves is reports/table's.
 
 // printer writes a side's report as the run goes: the test header once
 // connected, perftest's result line for each size as it completes, then
@@ -36,20 +46,13 @@ func newPrinter(w io.Writer, o *options, clk clock.Info, prog *progress) *printe
 	return p
 }
 
-func onOff(b bool) string {
-	if b {
-		return "ON"
-	}
-	return "OFF"
-}
-
 // connected prints the test header, the QPs' addresses and the column
 // header.
-func (p *printer) connected(in latency.Info) {
-	o, k := p.o, p.o.k
+func (p *printer) connected(in session.Info) {
+	o, v := p.o, p.o.verb()
 	p.prog.clear()
-	title := k.title()
-	if k.atomic() {
+	title := o.test.Title()
+	if v == session.Atomic {
 		op := "FETCH_AND_ADD"
 		if o.atomicOp == verbsio.OpAtomicCmpSwp {
 			op = "CMP_AND_SWAP"
@@ -65,7 +68,7 @@ func (p *printer) connected(in latency.Info) {
 	pair("Number of qps", fmt.Sprint(len(in.Local)), "Transport type", transport)
 	pair("Connection type", o.qpType.String(), "Using SRQ", "OFF")
 	one("TX depth", fmt.Sprint(in.TxDepth))
-	if !k.lat {
+	if !o.lat() {
 		if o.postList > 1 {
 			one("Post List", fmt.Sprint(o.postList))
 		}
@@ -77,11 +80,11 @@ func (p *printer) connected(in latency.Info) {
 			one("CQ Moderation", "100 (1 above 8192[B]), at most the TX depth")
 		}
 	}
-	if k.send() {
+	if v == session.Send {
 		one("RX depth", fmt.Sprint(in.RxDepth))
 	}
 	one("Mtu", fmt.Sprintf("%d[B]", in.MTU))
-	if k.read() || k.atomic() {
+	if v == session.Read || v == session.Atomic {
 		one("Outstand reads", fmt.Sprint(in.OutReads))
 	} else {
 		one("Max inline data", fmt.Sprintf("%d[B]", in.Inline))
@@ -96,13 +99,9 @@ func (p *printer) connected(in latency.Info) {
 		one("Data validation", "ON (every message's bytes checked)")
 	}
 	one("Data ex. method", "Ethernet (TCP, perftest's exchange)")
-	peer := "perftest " + in.PeerVersion
-	if in.PeerRperf {
-		peer = "rperf (" + in.PeerVersion + "), parameters checked"
-	}
-	one("Peer", peer)
+	one("Peer", peerText(in))
 	one("Send path", o.pathLine())
-	one("Clock", fmt.Sprintf("%s, resolution %d ns", p.clk.Name, p.clk.ResolutionNs))
+	one("Clock", clockText(p.clk))
 	p.printf("%s\n", table.ResultLine)
 	const shown = 8
 	for i := range in.Local {
@@ -114,11 +113,11 @@ func (p *printer) connected(in latency.Info) {
 		p.dest("remote", in.Remote[i])
 	}
 	p.printf("%s\n", table.ResultLine)
-	p.passive = k.passiveServer(o.bidir) && in.Server && k.lat
+	p.passive = o.lat() && o.test.Passive() && in.Server
 	switch {
 	case p.passive:
-		p.printf(" This side is passive: the client's %s run against its memory, and the client prints the results.\n", opName(k))
-	case k.lat:
+		p.printf(" This side is passive: the client's %s run against its memory, and the client prints the results.\n", opName(v))
+	case o.lat():
 		if p.err == nil {
 			p.err = table.WriteLatencyHeader(p.w, p.mode)
 		}
@@ -129,14 +128,29 @@ func (p *printer) connected(in latency.Info) {
 	}
 }
 
-func opName(k kind) string {
-	switch {
-	case k.read():
+// opName names what a passive server's client runs against it.
+func opName(v session.Verb) string {
+	switch v {
+	case session.Read:
 		return "RDMA READs"
-	case k.atomic():
+	case session.Atomic:
 		return "atomics"
 	}
 	return "operations"
+}
+
+// peerText is every header's Peer line: the peer's program and version,
+// and whether the parameters were checked (only rperf peers check them).
+func peerText(in session.Info) string {
+	if in.PeerRperf {
+		return "rperf (" + in.PeerVersion + "), parameters checked"
+	}
+	return "perftest " + in.PeerVersion
+}
+
+// clockText is every header's Clock line.
+func clockText(clk clock.Info) string {
+	return fmt.Sprintf("%s, resolution %d ns", clk.Name, clk.ResolutionNs)
 }
 
 // dest prints one QP's key message as perftest prints it.
@@ -187,7 +201,7 @@ func (p *printer) finish(results []reports.Result) error {
 	if p.passive {
 		return nil
 	}
-	if p.o.k.lat {
+	if p.o.lat() {
 		if err := table.WriteTrueLatency(p.w, results, p.clk); err != nil {
 			return err
 		}
@@ -197,86 +211,270 @@ func (p *printer) finish(results []reports.Result) error {
 	return table.WriteResultLine(p.w)
 }
 
-// progress shows, on a terminal only, which size a long run (-a, -D) is
-// at, on stderr, erased before each result line.
-type progress struct {
-	w       io.Writer
-	enabled bool
-	mu      sync.Mutex
-	shown   bool
-	done    chan struct{}
-	wg      sync.WaitGroup
+// header prints the comparison's header block.
+func (c *pathsCmd) header(w io.Writer, in session.Info, clk clock.Info) error {
+	o := c.o
+	ew := &errPrinter{w: w}
+	title := "Send path comparison: " + o.test.Title()
+	if c.name == "dm-lat" {
+		title = "Device memory vs host memory: " + o.test.Title()
+	}
+	ew.banner(title)
+	pair, one, transport := ew.pair, ew.one, transportName(in.Device)
+	pair("Device", in.Device.Name, "Transport type", transport)
+	pair("Connection type", o.qpType.String(), "Number of qps", strconv.Itoa(len(in.Local)))
+	iters := strconv.Itoa(o.iters)
+	if !o.lat() {
+		iters += " per QP"
+	}
+	pair("Iterations", iters, "TX depth", strconv.Itoa(in.TxDepth))
+	if !o.lat() {
+		one("Post list", fmt.Sprintf("%d (each path posts, flushes or rings this many at once)", o.postList))
+	}
+	one("Mtu", fmt.Sprintf("%d[B]", in.MTU))
+	one("Repetitions", fmt.Sprintf("%d per path, interleaved; a connection and QPs per run", c.reps))
+	one("Paths", sendpath.Names(c.paths))
+	for _, s := range c.skipped {
+		one("Not run", s)
+	}
+	one("Peer", peerText(in))
+	one("Clock", clockText(clk))
+	ew.printf("%s\n", table.ResultLine)
+	return ew.err
 }
 
-func newProgress(stderr io.Writer, o *options) *progress {
-	p := &progress{w: stderr}
-	f, ok := stderr.(*os.File)
-	p.enabled = ok && cli.IsTerminal(f) && (o.all || o.changed("duration")) && !o.loopbackServer
-	return p
+// report prints the comparison table.
+func (c *pathsCmd) report(w io.Writer, results []reports.Result, clk clock.Info) error {
+	if len(results) == 0 {
+		_, err := fmt.Fprintf(w, " This side is passive: the client's %s ran against its memory, and the client prints the comparison.\n%s\n",
+			opName(c.o.verb()), table.ResultLine)
+		return err
+	}
+	var label func(reports.Result) string
+	if c.name == "dm-lat" {
+		label = dm.Label
+	}
+	if err := table.WritePaths(w, results, label, clk); err != nil {
+		return err
+	}
+	return table.WriteResultLine(w)
 }
 
-// start announces a run; in duration mode it keeps a countdown going.
-func (p *progress) start(pr latency.Progress) {
-	if !p.enabled {
-		return
+// header prints the sweep's header block.
+func (c *pacingCmd) header(w io.Writer, in session.Info, clk clock.Info, sweep []float64, server bool) error {
+	cfg := &c.cfg
+	ew := &errPrinter{w: w}
+	title := "Packet Pacing Test"
+	ew.banner(title)
+	pair, one, transport := ew.pair, ew.one, transportName(in.Device)
+	pair("Device", in.Device.Name, "Transport type", transport)
+	pair("Connection type", "RC", "Message size", fmt.Sprintf("%d[B]", cfg.Size))
+	pair("TX depth", strconv.Itoa(in.TxDepth), "RX depth", strconv.Itoa(in.RxDepth))
+	one("Mtu", fmt.Sprintf("%d[B]", in.MTU))
+	one("Bucket", fmt.Sprintf("%d[B] (max_burst_sz); typical packet %d[B]", pacing.EffectiveBurst(cfg.Burst, cfg.Size), cfg.Size))
+	rates := make([]string, len(sweep))
+	for i, r := range sweep {
+		rates[i] = strconv.FormatFloat(r, 'f', -1, 64)
 	}
-	p.stopTicker()
-	label := fmt.Sprintf(" [%d/%d] %d bytes", pr.Index+1, pr.Count, pr.Bytes)
-	p.show(label + " ...")
-	if pr.Duration <= 0 {
-		return
+	what := "Mb/s, each in turn"
+	if cfg.Rates == nil {
+		what = fmt.Sprintf("Mb/s, until one is achieved more than %v%% short", cfg.Tolerance)
 	}
-	p.done = make(chan struct{})
-	p.wg.Add(1)
-	go func(done chan struct{}, begin time.Time) {
-		defer p.wg.Done()
-		t := time.NewTicker(500 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-t.C:
-				el := now.Sub(begin).Truncate(time.Second)
-				p.show(fmt.Sprintf("%s: %v of %v", label, min(el, pr.Duration), pr.Duration))
+	one("Rates", strings.Join(rates, ", ")+" "+what)
+	per := fmt.Sprintf("about %v measured", cfg.RateDuration)
+	if cfg.RateBytes > 0 {
+		per = fmt.Sprintf("%d bytes measured", cfg.RateBytes)
+	}
+	one("Per rate", per+"; at most twice the expected time plus 1s")
+	if server {
+		one("This side", "sends (the client receives and measures)")
+	} else {
+		one("This side", "receives and measures (the server sends)")
+	}
+	one("Peer", peerText(in))
+	one("Clock", clockText(clk))
+	ew.printf("%s\n", table.ResultLine)
+	return ew.err
+}
+
+// report prints the sweep's table and closes it.
+func (c *pacingCmd) report(w io.Writer, results []reports.Result, clk clock.Info) error {
+	if err := table.WritePacing(w, results, clk); err != nil {
+		return err
+	}
+	return table.WriteResultLine(w)
+}
+
+// writeReport ends a run's report: the engine's counters after the table
+// (udp fabric), then the rperf/v1 document to --json.
+func writeReport(o *options, p *prepared, env reports.Env, results []reports.Result, out, stdout io.Writer) error {
+	if env.EngineCounters = p.dev.Counters(); env.EngineCounters != nil {
+		if err := writeCounters(out, o.device, p.dev.UDPPort(), env.EngineCounters); err != nil {
+			return fmt.Errorf("write the report: %w", err)
+		}
+	}
+	doc := reports.NewDocument(env)
+	doc.Results = append(doc.Results, results...)
+	return writeDocument(o, p, doc, stdout)
+}
+
+// writeDocument writes doc to --json's file, or stdout for --json -.
+func writeDocument(o *options, p *prepared, doc *reports.Document, stdout io.Writer) error {
+	if p.jsonFile != nil {
+		if err := doc.Write(p.jsonFile); err != nil {
+			return fmt.Errorf("--json %s: %w", o.jsonPath, err)
+		}
+		if err := p.jsonFile.Close(); err != nil {
+			return fmt.Errorf("--json %s: %w", o.jsonPath, err)
+		}
+		p.jsonFile = nil
+	} else if o.jsonPath == "-" {
+		if err := doc.Write(stdout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errPrinter keeps the first write error.
+type errPrinter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errPrinter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+// banner prints perftest's dashed line and the title centred under it.
+func (e *errPrinter) banner(title string) {
+	line := table.ResultLine
+	e.printf("%s\n%*s\n", line, (len(line)+len(title))/2, title)
+}
+
+// pair prints two header fields on one line, as perftest aligns them.
+func (e *errPrinter) pair(a, av, b, bv string) { e.printf(" %-16s: %-16s %-15s: %s\n", a, av, b, bv) }
+
+// one prints one header field.
+func (e *errPrinter) one(a, av string) { e.printf(" %-16s: %s\n", a, av) }
+
+// transportName is the header's transport type: the device's, with the
+// provider and fabric of a built-in one.
+func transportName(d verbsio.DeviceInfo) string {
+	t := d.Transport
+	if d.Provider != "" {
+		t += " (" + d.Provider
+		if d.Fabric != "" {
+			t += ", " + d.Fabric + " fabric"
+		}
+		t += ")"
+	}
+	return t
+}
+
+// counterLine lists the counters a reader of a udp-fabric run wants to
+// see, in this order, with their labels.
+var counterLine = []struct{ name, label string }{
+	{"sent_pkts", "sent"}, {"rcvd_pkts", "received"}, {"retransmitted", "retransmitted"},
+	{"rewinds", "rewinds"}, {"duplicate_request", "duplicates"}, {"icrc_errors", "ICRC errors"}, {"out_of_seq_request", "out of sequence"},
+	{"timeouts", "timeouts"},
+}
+
+// writeCounters prints the engine's counters on one line, with the UDP
+// port it bound (if any).
+func writeCounters(w io.Writer, device string, port int, c map[string]uint64) error {
+	if c == nil {
+		return nil
+	}
+	var parts []string
+	for _, f := range counterLine {
+		parts = append(parts, fmt.Sprintf("%s %d", f.label, c[f.name]))
+	}
+	where := ""
+	if port > 0 {
+		where = fmt.Sprintf(" (UDP port %d)", port)
+	}
+	_, err := fmt.Fprintf(w, " engine %s%s packets: %s\n", device, where, strings.Join(parts, ", "))
+	return err
+}
+
+// createOutput creates an output file early, so that a bad path fails
+// before the test runs. "" and "-" create nothing. --json and --hgrm use it.
+func createOutput(path, flag string) (*os.File, error) {
+	if path == "" || path == "-" {
+		return nil, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, cli.Usagef("%s %s: cannot create the file (%v); give a writable path", flag, path, errors.Unwrap(err))
+	}
+	return f, nil
+}
+
+// hgrmName is --hgrm's file for a size: FILE for one size, FILE-<size>.hgrm
+// (before the extension) for several.
+func hgrmName(path string, size int64, several bool) string {
+	if !several {
+		return path
+	}
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "-" + strconv.FormatInt(size, 10) + ext
+}
+
+// createHGRM creates --hgrm's files, one per size, before the test runs,
+// as --json's file is: a path that cannot be written fails at once.
+func (p *prepared) createHGRM(o *options) error {
+	if o.hgrmPath == "" || o.hgrmPath == "-" {
+		return nil
+	}
+	p.hgrm = make(map[int64]*os.File, len(p.sizes))
+	for _, n := range p.sizes {
+		f, err := createOutput(hgrmName(o.hgrmPath, int64(n), len(p.sizes) > 1), "--hgrm")
+		if err != nil {
+			return err
+		}
+		p.hgrm[int64(n)] = f
+	}
+	return nil
+}
+
+// writeHGRM writes each latency result's histogram, to stdout for
+// --hgrm - or else to the file createHGRM made for its size.
+func writeHGRM(o *options, files map[int64]*os.File, results []reports.Result, stdout, out io.Writer) error {
+	if o.hgrmPath == "" || len(results) == 0 {
+		return nil
+	}
+	if o.hgrmPath == "-" {
+		for _, r := range results {
+			if err := reports.WriteResultHGRM(stdout, r); err != nil {
+				return fmt.Errorf("--hgrm -: %w", err)
 			}
 		}
-	}(p.done, time.Now())
-}
-
-func (p *progress) show(s string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "\r\033[K%s", s)
-	p.shown = true
-}
-
-// clear erases the progress line, if one is shown.
-func (p *progress) clear() {
-	if !p.enabled {
-		return
+		return nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shown {
-		fmt.Fprint(p.w, "\r\033[K")
-		p.shown = false
+	var written []string
+	for _, r := range results {
+		f := files[r.Bytes]
+		if f == nil {
+			var err error
+			if f, err = createOutput(hgrmName(o.hgrmPath, r.Bytes, len(results) > 1), "--hgrm"); err != nil {
+				return err
+			}
+		}
+		delete(files, r.Bytes)
+		err := reports.WriteResultHGRM(f, r)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("--hgrm %s: %w", f.Name(), err)
+		}
+		written = append(written, f.Name())
 	}
-}
-
-func (p *progress) stopTicker() {
-	if p.done != nil {
-		close(p.done)
-		p.wg.Wait()
-		p.done = nil
+	if len(written) > 1 {
+		fmt.Fprintf(out, " histograms: %s\n", strings.Join(written, ", "))
 	}
-}
-
-// stop ends the display.
-func (p *progress) stop() {
-	if !p.enabled {
-		return
-	}
-	p.stopTicker()
-	p.clear()
+	return nil
 }

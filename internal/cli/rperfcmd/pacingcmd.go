@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,11 +13,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rperf/rperf/internal/cli"
-	"github.com/rperf/rperf/reports"
-	"github.com/rperf/rperf/reports/table"
-	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/pacing"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 
@@ -53,8 +50,19 @@ var pacingFlags = map[string]string{
 	"timeout":     specs["timeout"].usage,
 }
 
+// pacingFields maps pacing.Config's fields to the command's flags, for
+// the problems its Check reports.
+var pacingFields = map[string]string{
+	"Size": "size", "Rates": "rates", "RateDuration": "rate-duration", "RateBytes": "rate-bytes", "Burst": "burst",
+	"Tolerance": "tolerance", "TxDepth": "tx-depth", "RxDepth": "rx-depth", "Percentiles": "percentiles",
+}
+
+// newPacingCmd returns the command's state. Its session is send-bw's
+// shape (one RC QP streaming SENDs), which prepare checks the device for.
+func newPacingCmd() *pacingCmd { return &pacingCmd{o: &options{test: session.SendBW}} }
+
 func newPacingCommand() *cobra.Command {
-	c := &pacingCmd{o: &options{k: commandKind("send-bw")}}
+	c := newPacingCmd()
 	cmd := &cobra.Command{
 		Use:   "pacing [host]",
 		Short: "packet pacing accuracy: a sweep of requested rates, achieved rate, error and gap distribution",
@@ -100,7 +108,7 @@ Examples:
 
 func (c *pacingCmd) register(fs *pflag.FlagSet) {
 	o := c.o
-	o.fs = fs
+	o.fs, o.fields = fs, pacingFields
 	fs.SortFlags = false
 	fs.StringVarP(&o.device, "ib-dev", "d", DefaultDevice, pacingFlags["ib-dev"])
 	fs.IntVarP(&o.ibPort, "ib-port", "i", 1, pacingFlags["ib-port"])
@@ -125,29 +133,19 @@ func (c *pacingCmd) register(fs *pflag.FlagSet) {
 	fs.MarkHidden(loopbackServerFlag)
 }
 
-// validate checks the flags by themselves, before any device is open.
+// validate checks the flags by themselves, before any device is open,
+// and then the sweep they make (pacing.Config.Check).
 func (c *pacingCmd) validate(args []string) error {
 	o := c.o
-	switch {
-	case len(args) > 1:
-		return cli.Usagef("too many arguments %q: give at most the server's host name", args)
-	case len(args) == 1:
-		o.host = args[0]
+	if err := o.validateArgs(args); err != nil {
+		return err
 	}
-	switch {
-	case o.loopback && o.host != "":
-		return cli.Usagef("--loopback runs the server itself: drop the host %q, or drop --loopback to connect to a server there", o.host)
-	case o.loopbackServer && (o.host != "" || o.loopback):
-		return cli.Usagef("--%s is internal to --loopback", loopbackServerFlag)
-	case o.checkData:
+	if o.checkData {
 		return cli.Usagef("--validate applies to the test commands; pacing measures timing only")
 	}
 	size, err := parseSize(o.size)
-	switch {
-	case err != nil:
+	if err != nil {
 		return cli.Usagef("-s %s: %v", o.size, err)
-	case size < 1:
-		return cli.Usagef("-s %s: give a message size of at least 1 byte", o.size)
 	}
 	cfg := pacing.Default()
 	cfg.Size, cfg.RateDuration, cfg.Tolerance = size, c.rateDuration, c.tolerance
@@ -161,8 +159,8 @@ func (c *pacingCmd) validate(args []string) error {
 			cfg.Rates = append(cfg.Rates, r)
 		}
 	}
-	if o.fs.Changed("rate-bytes") {
-		if o.fs.Changed("rate-duration") {
+	if o.changed("rate-bytes") {
+		if o.changed("rate-duration") {
 			return cli.Usagef("--rate-bytes and --rate-duration conflict: each rate is measured by bytes or by time; drop one of them")
 		}
 		n, err := parseSize(c.rateBytes)
@@ -170,53 +168,24 @@ func (c *pacingCmd) validate(args []string) error {
 			return cli.Usagef("--rate-bytes %s: give a byte count (K, M, G suffixes)", c.rateBytes)
 		}
 		cfg.RateBytes = int64(n)
-	} else if c.rateDuration <= 0 {
-		return cli.Usagef("--rate-duration %v: must be positive, e.g. 1s", c.rateDuration)
 	}
-	b, err := parseSize(c.burst)
-	if err != nil {
+	if cfg.Burst, err = parseSize(c.burst); err != nil {
 		return cli.Usagef("--burst %s: %v", c.burst, err)
 	}
-	cfg.Burst = b
-	switch {
-	case c.tolerance < 0 || c.tolerance >= 100:
-		return cli.Usagef("--tolerance %v: give a percentage in [0, 100)", c.tolerance)
-	case o.fs.Changed("tolerance") && cfg.Rates != nil:
+	if o.changed("tolerance") && cfg.Rates != nil {
 		return cli.Usagef("--tolerance sets when the default sweep stops; --rates runs every rate given; drop one of them")
-	case o.txDepth < 1 || o.txDepth > maxTxDepth:
-		return cli.Usagef("-t %d: tx depth must be between 1 and %d", o.txDepth, maxTxDepth)
-	case o.rxDepth < 1 || o.rxDepth > maxRxDepth:
-		return cli.Usagef("-r %d: rx depth must be between 1 and %d", o.rxDepth, maxRxDepth)
-	case o.qpTimeout < 0 || o.qpTimeout > 31:
-		return cli.Usagef("-u %d: the QP timeout exponent must be between 0 and 31", o.qpTimeout)
-	case o.ibPort < 1 || o.ibPort > 255:
-		return cli.Usagef("-i %d: not a port number (ports count from 1)", o.ibPort)
-	case o.port < 0 || o.port > 65535:
-		return cli.Usagef("-p %d: not a TCP port", o.port)
-	case o.port == 0 && o.host != "":
-		return cli.Usagef("-p 0: a client needs the server's port; give the port the server printed")
-	case o.timeout <= 0:
-		return cli.Usagef("--timeout %v: must be positive, e.g. 30s", o.timeout)
-	}
-	if o.fs.Changed("mtu") {
-		m, ok := verbsio.MTUFromBytes(o.mtu)
-		if !ok || m.Bytes() != o.mtu {
-			return cli.Usagef("-m %d: the MTU must be 256, 512, 1024, 2048 or 4096", o.mtu)
-		}
-		o.mtuEnum = m
 	}
 	if o.percentiles != "" {
-		for _, f := range strings.Split(o.percentiles, ",") {
-			p, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-			if err != nil || !(p > 0 && p <= 100) {
-				return cli.Usagef("--percentiles %s: %q is not a percentile in (0, 100]; give a list like 50,99,99.9", o.percentiles, f)
-			}
-			cfg.Percentiles = append(cfg.Percentiles, p)
+		if cfg.Percentiles, err = parsePercentiles(o.percentiles); err != nil {
+			return err
 		}
 	}
 	// What prepare and the connection need of the shared options.
-	o.qpType, o.sizes, o.iters, o.postList, o.qps = verbsio.QPTypeRC, []int{size}, minIters, 1, 1
+	o.qpType, o.sizes, o.iters, o.postList, o.qps = verbsio.QPTypeRC, []int{size}, session.MinIterations, 1, 1
 	if err := o.validateUDP(); err != nil {
+		return err
+	}
+	if err := o.usage(cfg.Check()); err != nil {
 		return err
 	}
 	c.cfg = cfg
@@ -225,7 +194,7 @@ func (c *pacingCmd) validate(args []string) error {
 
 func (c *pacingCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 	o := c.o
-	p, err := prepare(o)
+	p, err := prepare(o, nil)
 	if err != nil {
 		return err
 	}
@@ -297,21 +266,14 @@ func (c *pacingCmd) side(ctx context.Context, p *prepared, pc verbsio.PacingCaps
 		return err
 	}
 	env := p.env
-	role := "client"
-	if conn.IsServer() {
-		role = "server"
-	}
-	env.Extra = map[string]string{"role": role, "peer": conn.RemoteAddr().String()}
-	prog := newProgress(stderr, o)
-	if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f) && !o.loopbackServer {
-		prog.enabled = true
-	}
+	env.Extra = map[string]string{"role": roleOf(conn.IsServer()), "peer": conn.RemoteAddr().String()}
+	prog := newProgress(stderr, o, true)
 	defer prog.stop()
 	cfg := c.cfg
 	cfg.Link = o.link(c.params())
 	sweep := cfg.Sweep(pc)
 	var headerErr error
-	cfg.OnConnected = func(in latency.Info) {
+	cfg.OnConnected = func(in session.Info) {
 		env.MTU = in.MTU
 		x := env.Extra
 		x["connection"] = "RC"
@@ -329,7 +291,7 @@ func (c *pacingCmd) side(ctx context.Context, p *prepared, pc verbsio.PacingCaps
 			x["segmenter"] = verbsio.SegmentEngine.String()
 		}
 		prog.clear()
-		headerErr = c.header(out, in, env, sweep, conn.IsServer())
+		headerErr = c.header(out, in, env.Clock, sweep, conn.IsServer())
 	}
 	cfg.OnRate = func(i int, mbps float64) {
 		if prog.enabled {
@@ -344,10 +306,7 @@ func (c *pacingCmd) side(ctx context.Context, p *prepared, pc verbsio.PacingCaps
 	if headerErr != nil {
 		return fmt.Errorf("write the report: %w", headerErr)
 	}
-	if err := table.WritePacing(out, results, env.Clock); err != nil {
-		return fmt.Errorf("write the report: %w", err)
-	}
-	if err := table.WriteResultLine(out); err != nil {
+	if err := c.report(out, results, env.Clock); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
 	if err := writeReport(o, p, env, results, out, stdout); err != nil {
@@ -355,45 +314,4 @@ func (c *pacingCmd) side(ctx context.Context, p *prepared, pc verbsio.PacingCaps
 	}
 	p.ok = true
 	return nil
-}
-
-// header prints the sweep's header block.
-func (c *pacingCmd) header(w io.Writer, in latency.Info, env reports.Env, sweep []float64, server bool) error {
-	cfg := &c.cfg
-	ew := &errPrinter{w: w}
-	title := "Packet Pacing Test"
-	ew.banner(title)
-	pair, one, transport := ew.pair, ew.one, transportName(in.Device)
-	pair("Device", in.Device.Name, "Transport type", transport)
-	pair("Connection type", "RC", "Message size", fmt.Sprintf("%d[B]", cfg.Size))
-	pair("TX depth", strconv.Itoa(in.TxDepth), "RX depth", strconv.Itoa(in.RxDepth))
-	one("Mtu", fmt.Sprintf("%d[B]", in.MTU))
-	one("Bucket", fmt.Sprintf("%d[B] (max_burst_sz); typical packet %d[B]", pacing.EffectiveBurst(cfg.Burst, cfg.Size), cfg.Size))
-	rates := make([]string, len(sweep))
-	for i, r := range sweep {
-		rates[i] = strconv.FormatFloat(r, 'f', -1, 64)
-	}
-	what := "Mb/s, each in turn"
-	if cfg.Rates == nil {
-		what = fmt.Sprintf("Mb/s, until one is achieved more than %v%% short", cfg.Tolerance)
-	}
-	one("Rates", strings.Join(rates, ", ")+" "+what)
-	per := fmt.Sprintf("about %v measured", cfg.RateDuration)
-	if cfg.RateBytes > 0 {
-		per = fmt.Sprintf("%d bytes measured", cfg.RateBytes)
-	}
-	one("Per rate", per+"; at most twice the expected time plus 1s")
-	if server {
-		one("This side", "sends (the client receives and measures)")
-	} else {
-		one("This side", "receives and measures (the server sends)")
-	}
-	peer := "perftest " + in.PeerVersion
-	if in.PeerRperf {
-		peer = "rperf (" + in.PeerVersion + "), parameters checked"
-	}
-	one("Peer", peer)
-	one("Clock", fmt.Sprintf("%s, resolution %d ns", env.Clock.Name, env.Clock.ResolutionNs))
-	ew.printf("%s\n", table.ResultLine)
-	return ew.err
 }

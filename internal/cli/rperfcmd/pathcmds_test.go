@@ -70,7 +70,7 @@ func TestPathFlag(t *testing.T) {
 				t.Fatalf("path %s, want %s", o.path, c.want)
 			}
 			var path sendpath.Path
-			if o.k.lat {
+			if o.lat() {
 				path = o.latencyConfig([]int{2}).Path
 			} else {
 				path = o.bwConfig([]int{64}).Path
@@ -122,7 +122,7 @@ func TestPathDevice(t *testing.T) {
 
 // parseCompare parses args as rperf paths' or dm-lat's flags and validates
 // them.
-func parseCompare(t *testing.T, name string, args ...string) (*compareCmd, error) {
+func parseCompare(t *testing.T, name string, args ...string) (*pathsCmd, error) {
 	t.Helper()
 	c, cmd := pathsCommand()
 	if name == "dm-lat" {
@@ -141,8 +141,8 @@ func TestCompareDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := c.o
-	if o.k.command() != "send-bw" || !slices.Equal(o.sizes, []int{64}) || o.iters != 1000000 || o.inline != 0 || o.postList != 16 || c.reps != 5 {
-		t.Errorf("paths defaults: %s sizes %v iters %d inline %d post list %d reps %d", o.k.command(), o.sizes, o.iters, o.inline, o.postList, c.reps)
+	if o.test.Command() != "send-bw" || !slices.Equal(o.sizes, []int{64}) || o.iters != 1000000 || o.inline != 0 || o.postList != 16 || c.reps != 5 {
+		t.Errorf("paths defaults: %s sizes %v iters %d inline %d post list %d reps %d", o.test.Command(), o.sizes, o.iters, o.inline, o.postList, c.reps)
 	}
 	// The default paths: what shm0 offers and applies; tso is noted.
 	if err := c.choosePaths(shmPaths, []int{64}); err != nil {
@@ -226,7 +226,7 @@ func TestCompareHelpDefaults(t *testing.T) {
 		{"iters", fmt.Sprintf("%d; latency tests %d", o.iters, lat.o.iters)},
 		{"post_list", strconv.Itoa(o.postList)},
 		{"inline_size", ""}, // 0, shown as none
-		{"test", o.k.command()},
+		{"test", o.test.Command()},
 	} {
 		if got := helpDefault(t, fs, f.name); got != f.want {
 			t.Errorf("paths --help: --%s default %q, the run uses %q", f.name, got, f.want)
@@ -291,8 +291,8 @@ func TestDMLatDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.k.command() != "write-lat" || !o.all || sizes[len(sizes)-1] != 4096 || sendpath.Names(c.paths) != "generic, dm" || o.inline != 0 {
-		t.Errorf("dm-lat defaults: %s all %v sizes %v paths %v inline %d", o.k.command(), o.all, sizes, sendpath.Names(c.paths), o.inline)
+	if o.test.Command() != "write-lat" || !o.all || sizes[len(sizes)-1] != 4096 || sendpath.Names(c.paths) != "generic, dm" || o.inline != 0 {
+		t.Errorf("dm-lat defaults: %s all %v sizes %v paths %v inline %d", o.test.Command(), o.all, sizes, sendpath.Names(c.paths), o.inline)
 	}
 	// -a up to 8M: capped where two page-rounded regions no longer fit
 	// 256 KiB of device memory (128 KiB messages).
@@ -307,7 +307,7 @@ func TestDMLatDefaults(t *testing.T) {
 // parsePacing parses args as rperf pacing's flags and validates them.
 func parsePacing(t *testing.T, args ...string) (*pacingCmd, error) {
 	t.Helper()
-	c := &pacingCmd{o: &options{k: commandKind("send-bw")}}
+	c := newPacingCmd()
 	fs := pflag.NewFlagSet("pacing", pflag.ContinueOnError)
 	fs.SetOutput(&strings.Builder{})
 	c.register(fs)

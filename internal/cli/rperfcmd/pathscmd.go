@@ -5,24 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/rperf/rperf/internal/cli"
 	"github.com/rperf/rperf/reports"
-	"github.com/rperf/rperf/reports/table"
 	"github.com/rperf/rperf/tests/dm"
-	"github.com/rperf/rperf/tests/latency"
 	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/paths"
 	"github.com/rperf/rperf/tests/sendpath"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 
@@ -39,8 +35,8 @@ const (
 	dmLatMaxDefault = dm.DefaultMaxSize // dm-lat: -a up to this without --max-size
 )
 
-// compareCmd is a comparison command.
-type compareCmd struct {
+// pathsCmd is a comparison command.
+type pathsCmd struct {
 	name     string // "paths" or "dm-lat"
 	o        *options
 	testName string
@@ -61,8 +57,8 @@ func newDMLatCommand() *cobra.Command {
 	return cmd
 }
 
-func pathsCommand() (*compareCmd, *cobra.Command) {
-	return newCompareCommand(&compareCmd{name: "paths"}, commandKind("send-bw"),
+func pathsCommand() (*pathsCmd, *cobra.Command) {
+	return newCompareCommand(&pathsCmd{name: "paths"}, session.SendBW,
 		"one test across every send path the device supports, with ratios to generic",
 		`Runs one test on every send path the device supports (DeviceAttr.SendPaths)
 and that applies to the test, in one run, and prints the paths side by
@@ -93,8 +89,8 @@ Examples:
   rperf paths                                     server; then: rperf paths server-host`)
 }
 
-func dmLatCommand() (*compareCmd, *cobra.Command) {
-	return newCompareCommand(&compareCmd{name: "dm-lat"}, commandKind("write-lat"),
+func dmLatCommand() (*pathsCmd, *cobra.Command) {
+	return newCompareCommand(&pathsCmd{name: "dm-lat"}, session.WriteLat,
 		"latency with the buffers in device memory against host memory",
 		`Runs a latency test with the ping buffers in device memory (the dm send
 path: AllocDM, RegDMMR; the marker byte written and polled through 4-byte
@@ -111,17 +107,8 @@ Examples:
   rperf dm-lat --loopback --test read-lat -s 64 --json dm.json`)
 }
 
-func commandKind(command string) kind {
-	for _, k := range kinds {
-		if k.command() == command {
-			return k
-		}
-	}
-	panic("no command " + command)
-}
-
-func newCompareCommand(c *compareCmd, def kind, short, long string) (*compareCmd, *cobra.Command) {
-	c.o = &options{k: def}
+func newCompareCommand(c *pathsCmd, def session.Test, short, long string) (*pathsCmd, *cobra.Command) {
+	c.o = &options{test: def}
 	cmd := &cobra.Command{
 		Use:   c.name + " [host]",
 		Short: short,
@@ -137,7 +124,7 @@ func newCompareCommand(c *compareCmd, def kind, short, long string) (*compareCmd
 	fs := cmd.Flags()
 	c.o.register(fs)
 	c.helpDefaults(fs)
-	fs.StringVar(&c.testName, "test", def.command(), "the test to run: "+c.testChoices())
+	fs.StringVar(&c.testName, "test", def.Command(), "the test to run: "+c.testChoices())
 	fs.IntVar(&c.reps, "reps", paths.DefaultRepetitions, "runs per path, interleaved; each path's row is its median run")
 	if c.name == "paths" {
 		fs.StringVar(&c.pathList, "paths", "", "the paths to compare, comma-separated, generic among them (default: every path the device supports that applies)")
@@ -148,7 +135,7 @@ func newCompareCommand(c *compareCmd, def kind, short, long string) (*compareCmd
 
 // helpDefaults makes --help show the comparison's defaults, which validate
 // applies, instead of the test command's.
-func (c *compareCmd) helpDefaults(fs *pflag.FlagSet) {
+func (c *pathsCmd) helpDefaults(fs *pflag.FlagSet) {
 	fs.Lookup("inline_size").DefValue = "0"
 	if c.name == "dm-lat" {
 		fs.Lookup("size").DefValue = "" // -a up to --max-size
@@ -162,30 +149,32 @@ func (c *compareCmd) helpDefaults(fs *pflag.FlagSet) {
 	fs.Lookup("post_list").DefValue = strconv.Itoa(pathsPostList)
 }
 
-func (c *compareCmd) testChoices() string {
+// tests are the tests the comparison runs: dm-lat the latency tests,
+// paths every test.
+func (c *pathsCmd) tests() []session.Test {
+	if c.name != "dm-lat" {
+		return session.Tests
+	}
+	return slices.DeleteFunc(slices.Clone(session.Tests), func(t session.Test) bool { return t.Family() != session.Latency })
+}
+
+func (c *pathsCmd) testChoices() string {
 	var names []string
-	for _, k := range kinds {
-		if c.name == "dm-lat" && !k.lat {
-			continue
-		}
-		names = append(names, k.command())
+	for _, t := range c.tests() {
+		names = append(names, t.Command())
 	}
 	return strings.Join(names, ", ")
 }
 
 // validate picks the test, checks its flags as the test command would,
 // and applies the comparison's defaults.
-func (c *compareCmd) validate(args []string) error {
+func (c *pathsCmd) validate(args []string) error {
 	o := c.o
-	found := false
-	for _, k := range kinds {
-		if k.command() == c.testName && (c.name != "dm-lat" || k.lat) {
-			o.k, found = k, true
-		}
-	}
-	if !found {
+	i := slices.IndexFunc(c.tests(), func(t session.Test) bool { return t.Command() == c.testName })
+	if i < 0 {
 		return cli.Usagef("--test %s: not a test %s runs; use one of %s", c.testName, c.name, c.testChoices())
 	}
+	o.test = c.tests()[i]
 	if o.changed(pathFlag) {
 		return cli.Usagef("--path picks one path; %s compares several (%s)", c.name, map[bool]string{true: "--paths", false: "generic and dm"}[c.name == "paths"])
 	}
@@ -206,19 +195,19 @@ func (c *compareCmd) validate(args []string) error {
 		return err
 	}
 	// The comparison's defaults.
-	if !o.changed("size") && !o.all && !o.k.lat && !o.k.atomic() {
+	if !o.changed("size") && !o.all && !o.lat() && o.verb() != session.Atomic {
 		o.sizes = []int{pathsBWSize}
 	}
 	if !o.changed("iters") {
 		o.iters = pathsLatIters
-		if !o.k.lat {
+		if !o.lat() {
 			o.iters = pathsBWIters
 		}
 	}
 	if !o.changed("inline_size") {
 		o.inline = 0
 	}
-	if !o.k.lat && !o.changed("post_list") && !o.changed("cq-mod") {
+	if !o.lat() && !o.changed("post_list") && !o.changed("cq-mod") {
 		o.postList = min(pathsPostList, o.txDepth, o.iters)
 	}
 	if c.name == "dm-lat" {
@@ -235,7 +224,7 @@ func (c *compareCmd) validate(args []string) error {
 				return cli.Usagef("--paths %s: %s appears twice", c.pathList, p)
 			}
 			if err := c.applies(p); err != nil {
-				return cli.Usagef("--paths: %s does not apply to %s: %v", p, o.k.command(), err)
+				return cli.Usagef("--paths: %s does not apply to %s: %v", p, o.test.Command(), err)
 			}
 			c.paths = append(c.paths, p)
 		}
@@ -246,26 +235,47 @@ func (c *compareCmd) validate(args []string) error {
 	return nil
 }
 
-// applies checks path p against the test and its flags.
-func (c *compareCmd) applies(p sendpath.Path) error {
+// applies checks path p against the test and its flags: whether it
+// applies to the test (sendpath.Applies), and then the test's Check on
+// path p, whose problems with the path are spelled with the path, e.g.
+// "the burst path runs one QP". An -I the dm path would ignore is refused
+// here, where a comparison inlines nothing unless asked.
+func (c *pathsCmd) applies(p sendpath.Path) error {
 	o := c.o
-	if err := sendpath.Applies(p, o.k.pathTest(o.qpType)); err != nil {
+	if err := sendpath.Applies(p, o.test.PathTest(o.qpType)); err != nil {
 		return err
 	}
-	switch {
-	case p == sendpath.Burst && o.qps > 1:
-		return errors.New("the burst path runs one QP (-q 1)")
-	case (p == sendpath.Burst || p == sendpath.DM) && o.checkData:
-		return errors.New("it cannot be validated (--validate)")
-	case p == sendpath.DM && o.inline > 0:
+	if p == sendpath.DM && o.inline > 0 {
 		return errors.New("device memory is never sent inline (-I)")
+	}
+	var err error
+	if o.lat() {
+		cfg := o.latencyConfig(o.sizes)
+		cfg.Path = p
+		err = cfg.Check()
+	} else {
+		cfg := o.bwConfig(o.sizes)
+		cfg.Path = p
+		err = cfg.Check()
+	}
+	var ps session.Problems
+	errors.As(err, &ps)
+	for _, fe := range ps {
+		if fe.Field == "Path" {
+			return errors.New(o.text(fe, func(field string, withValue bool) string {
+				if field == "Path" && withValue {
+					return "the " + p.String() + " path"
+				}
+				return ""
+			}))
+		}
 	}
 	return nil
 }
 
 // fitsDevice checks that the device offers p and that the test's buffers
 // fit it.
-func (c *compareCmd) fitsDevice(p sendpath.Path, attr verbsio.DeviceAttr, sizes []int) error {
+func (c *pathsCmd) fitsDevice(p sendpath.Path, attr verbsio.DeviceAttr, sizes []int) error {
 	o := c.o
 	if err := sendpath.CheckDevice(p, attr, o.device); err != nil {
 		return err
@@ -282,7 +292,7 @@ func (c *compareCmd) fitsDevice(p sendpath.Path, attr verbsio.DeviceAttr, sizes 
 
 // choosePaths settles the paths once the device is open: the listed ones
 // must fit the device; by default every path the device offers that fits.
-func (c *compareCmd) choosePaths(attr verbsio.DeviceAttr, sizes []int) error {
+func (c *pathsCmd) choosePaths(attr verbsio.DeviceAttr, sizes []int) error {
 	if c.name == "dm-lat" || c.pathList != "" {
 		for _, p := range c.paths {
 			if err := c.fitsDevice(p, attr, sizes); err != nil {
@@ -293,7 +303,7 @@ func (c *compareCmd) choosePaths(attr verbsio.DeviceAttr, sizes []int) error {
 	}
 	for _, p := range sendpath.All {
 		if err := c.applies(p); err != nil {
-			if sendpath.Applies(p, c.o.k.pathTest(c.o.qpType)) == nil {
+			if sendpath.Applies(p, c.o.test.PathTest(c.o.qpType)) == nil {
 				c.skipped = append(c.skipped, p.String()+": "+err.Error())
 			}
 			continue
@@ -307,7 +317,7 @@ func (c *compareCmd) choosePaths(attr verbsio.DeviceAttr, sizes []int) error {
 	return nil
 }
 
-func (c *compareCmd) flagFor(p sendpath.Path) string {
+func (c *pathsCmd) flagFor(p sendpath.Path) string {
 	if c.name == "dm-lat" {
 		return "dm-lat"
 	}
@@ -315,16 +325,16 @@ func (c *compareCmd) flagFor(p sendpath.Path) string {
 }
 
 // dmSizes caps dm-lat's -a sizes at what device memory holds.
-func (c *compareCmd) dmSizes(attr verbsio.DeviceAttr, sizes []int) []int {
+func (c *pathsCmd) dmSizes(attr verbsio.DeviceAttr, sizes []int) []int {
 	if c.name != "dm-lat" || !c.o.all {
 		return sizes
 	}
 	return dm.Fit(sizes, c.o.qpType, attr)
 }
 
-func (c *compareCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
+func (c *pathsCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 	o := c.o
-	p, err := prepare(o)
+	p, err := prepare(o, o.finalCheck)
 	if err != nil {
 		return err
 	}
@@ -354,7 +364,7 @@ func (c *compareCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 }
 
 // params are the test's parameters and the comparison's.
-func (c *compareCmd) params(sizes []int) oob.Params {
+func (c *pathsCmd) params(sizes []int) oob.Params {
 	p := c.o.params(sizes)
 	p.Test = c.name + " " + p.Test
 	names := make([]string, len(c.paths))
@@ -367,63 +377,30 @@ func (c *compareCmd) params(sizes []int) oob.Params {
 	return p
 }
 
-// connector returns how each run connects: a client dials the server
-// again for every run, a server listens again after each one.
-func (c *compareCmd) connector(ctx context.Context, out io.Writer, listening func(int)) (paths.Connector, func(), error) {
-	o := c.o
-	opts := oob.Options{IOTimeout: o.timeout, DialTimeout: min(o.timeout, maxDialTimeout), RetryInterval: time.Millisecond}
-	if o.host != "" {
-		addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
-		return func(ctx context.Context) (*oob.Conn, error) { return oob.Dial(ctx, addr, opts) }, func() {}, nil
-	}
-	host, wait := "", time.Duration(acceptWaitFactor)*o.timeout
-	if o.loopbackServer {
-		host, wait = "127.0.0.1", loopbackAcceptWait
-	}
-	ln, err := oob.Listen(ctx, net.JoinHostPort(host, strconv.Itoa(o.port)), opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	fmt.Fprintf(out, "\n Waiting for a client on TCP port %d (for up to %v) ...\n", port, wait)
-	if listening != nil {
-		listening(port)
-	}
-	// The first client may take long to come; later runs reconnect at once.
-	return paths.Relisten(ln, opts, wait, o.timeout), func() { ln.Close() }, nil
-}
-
 // side runs one side of the comparison.
-func (c *compareCmd) side(ctx context.Context, p *prepared, stdout, stderr io.Writer, listening func(int)) error {
+func (c *pathsCmd) side(ctx context.Context, p *prepared, stdout, stderr io.Writer, listening func(int)) error {
 	o := c.o
 	out := stdout
 	if o.jsonPath == "-" {
 		out = stderr
 	}
-	connect, closeLn, err := c.connector(ctx, out, listening)
+	connect, closeLn, err := connector(ctx, o, out, listening)
 	if err != nil {
 		return err
 	}
 	defer closeLn()
 	env := p.env
 	env.SendPath = "paths"
-	role := "client"
-	if o.host == "" {
-		role = "server"
-	}
-	env.Extra = map[string]string{"role": role}
-	prog := newProgress(stderr, o)
-	if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f) && !o.loopbackServer {
-		prog.enabled = true
-	}
+	env.Extra = map[string]string{"role": roleOf(o.host == "")}
+	prog := newProgress(stderr, o, true)
 	defer prog.stop()
 	headerErr := error(nil)
 	cfg := paths.Config{Paths: c.paths, Repetitions: c.reps,
-		OnConnected: func(in latency.Info) {
+		OnConnected: func(in session.Info) {
 			env.MTU = in.MTU
 			fillExtra(env.Extra, o, in)
 			prog.clear()
-			headerErr = c.header(out, in, env)
+			headerErr = c.header(out, in, env.Clock)
 		},
 		OnStep: func(s paths.Step) {
 			if prog.enabled {
@@ -437,7 +414,7 @@ func (c *compareCmd) side(ctx context.Context, p *prepared, stdout, stderr io.Wr
 		l := o.latencyConfig(p.sizes)
 		l.Params = c.params(p.sizes)
 		results, err = dm.Run(ctx, p.dev, connect, dm.Config{Latency: l, Repetitions: c.reps, OnStep: cfg.OnStep, OnConnected: cfg.OnConnected})
-	case o.k.lat:
+	case o.lat():
 		l := o.latencyConfig(p.sizes)
 		l.Params = c.params(p.sizes)
 		cfg.Latency = &l
@@ -455,7 +432,7 @@ func (c *compareCmd) side(ctx context.Context, p *prepared, stdout, stderr io.Wr
 	if headerErr != nil {
 		return fmt.Errorf("write the report: %w", headerErr)
 	}
-	if err := c.report(out, results, env); err != nil {
+	if err := c.report(out, results, env.Clock); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
 	env.Extra["repetitions"] = strconv.Itoa(c.reps)
@@ -474,126 +451,4 @@ func (c *compareCmd) side(ctx context.Context, p *prepared, stdout, stderr io.Wr
 	}
 	p.ok = true
 	return nil
-}
-
-// header prints the comparison's header block.
-func (c *compareCmd) header(w io.Writer, in latency.Info, env reports.Env) error {
-	o := c.o
-	ew := &errPrinter{w: w}
-	title := "Send path comparison: " + o.k.title()
-	if c.name == "dm-lat" {
-		title = "Device memory vs host memory: " + o.k.title()
-	}
-	ew.banner(title)
-	pair, one, transport := ew.pair, ew.one, transportName(in.Device)
-	pair("Device", in.Device.Name, "Transport type", transport)
-	pair("Connection type", o.qpType.String(), "Number of qps", strconv.Itoa(len(in.Local)))
-	iters := strconv.Itoa(o.iters)
-	if !o.k.lat {
-		iters += " per QP"
-	}
-	pair("Iterations", iters, "TX depth", strconv.Itoa(in.TxDepth))
-	if !o.k.lat {
-		one("Post list", fmt.Sprintf("%d (each path posts, flushes or rings this many at once)", o.postList))
-	}
-	one("Mtu", fmt.Sprintf("%d[B]", in.MTU))
-	one("Repetitions", fmt.Sprintf("%d per path, interleaved; a connection and QPs per run", c.reps))
-	one("Paths", sendpath.Names(c.paths))
-	for _, s := range c.skipped {
-		one("Not run", s)
-	}
-	peer := "perftest " + in.PeerVersion
-	if in.PeerRperf {
-		peer = "rperf (" + in.PeerVersion + "), parameters checked"
-	}
-	one("Peer", peer)
-	one("Clock", fmt.Sprintf("%s, resolution %d ns", env.Clock.Name, env.Clock.ResolutionNs))
-	ew.printf("%s\n", table.ResultLine)
-	return ew.err
-}
-
-// report prints the comparison table.
-func (c *compareCmd) report(w io.Writer, results []reports.Result, env reports.Env) error {
-	if len(results) == 0 {
-		_, err := fmt.Fprintf(w, " This side is passive: the client's %s ran against its memory, and the client prints the comparison.\n%s\n",
-			opName(c.o.k), table.ResultLine)
-		return err
-	}
-	var label func(reports.Result) string
-	if c.name == "dm-lat" {
-		label = dm.Label
-	}
-	if err := table.WritePaths(w, results, label, env.Clock); err != nil {
-		return err
-	}
-	return table.WriteResultLine(w)
-}
-
-// writeDocument writes doc to --json's file, or stdout for --json -.
-// writeReport ends a run's report: the engine's counters after the table
-// (udp fabric), then the rperf/v1 document to --json.
-func writeReport(o *options, p *prepared, env reports.Env, results []reports.Result, out, stdout io.Writer) error {
-	if env.EngineCounters = p.dev.Counters(); env.EngineCounters != nil {
-		if err := writeCounters(out, o.device, p.dev.UDPPort(), env.EngineCounters); err != nil {
-			return fmt.Errorf("write the report: %w", err)
-		}
-	}
-	doc := reports.NewDocument(env)
-	doc.Results = append(doc.Results, results...)
-	return writeDocument(o, p, doc, stdout)
-}
-
-func writeDocument(o *options, p *prepared, doc *reports.Document, stdout io.Writer) error {
-	if p.jsonFile != nil {
-		if err := doc.Write(p.jsonFile); err != nil {
-			return fmt.Errorf("--json %s: %w", o.jsonPath, err)
-		}
-		if err := p.jsonFile.Close(); err != nil {
-			return fmt.Errorf("--json %s: %w", o.jsonPath, err)
-		}
-		p.jsonFile = nil
-	} else if o.jsonPath == "-" {
-		if err := doc.Write(stdout); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// errPrinter keeps the first write error.
-type errPrinter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errPrinter) printf(format string, args ...any) {
-	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, args...)
-	}
-}
-
-// banner prints perftest's dashed line and the title centred under it.
-func (e *errPrinter) banner(title string) {
-	line := table.ResultLine
-	e.printf("%s\n%*s\n", line, (len(line)+len(title))/2, title)
-}
-
-// pair prints two header fields on one line, as perftest aligns them.
-func (e *errPrinter) pair(a, av, b, bv string) { e.printf(" %-16s: %-16s %-15s: %s\n", a, av, b, bv) }
-
-// one prints one header field.
-func (e *errPrinter) one(a, av string) { e.printf(" %-16s: %s\n", a, av) }
-
-// transportName is the header's transport type: the device's, with the
-// provider and fabric of a built-in one.
-func transportName(d verbsio.DeviceInfo) string {
-	t := d.Transport
-	if d.Provider != "" {
-		t += " (" + d.Provider
-		if d.Fabric != "" {
-			t += ", " + d.Fabric + " fabric"
-		}
-		t += ")"
-	}
-	return t
 }

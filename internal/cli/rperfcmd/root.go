@@ -1,17 +1,26 @@
 // Package rperfcmd is rperf's command line: the eight perftest-style test
 // commands (send-lat, write-lat, read-lat, atomic-lat, send-bw, write-bw,
-// read-bw, atomic-bw) with perftest's flags, rperf's own reporting flags,
-// and --loopback.
+// read-bw, atomic-bw) with perftest's flags, rperf's own reporting flags
+// and --loopback; paths and dm-lat, which compare send paths; pacing; and
+// compare, plot and suite (packages comparecmd, plotcmd, suitecmd).
 //
-// The commands are thin: they check the flags, open the device, set up
-// the out-of-band connection (listen without a host argument, connect with
-// one), hand a configuration to tests/latency or tests/bw, and print what
-// comes back: perftest's table, rperf's true statistics, and on request a
-// JSON document and .hgrm histograms.
+// The commands are thin: they check their flags, build the test's
+// configuration and let its Check judge the values, open the device, set
+// up the out-of-band connection (listen without a host argument, connect
+// with one), hand the configuration to tests/latency or tests/bw (or
+// tests/paths, tests/dm, tests/pacing), and print what comes back:
+// perftest's table, rperf's true statistics, and on request a JSON
+// document and .hgrm histograms.
+//
+// Files: root.go (the root command), testcmd.go (the test commands),
+// flags.go (their flags), check.go (Check's problems in flag terms),
+// device.go (the device and the sizes it takes), connect.go (the
+// out-of-band connection), output.go (every header, table and document),
+// progress.go, loopback.go, udp.go (the udp fabric's flags), path.go
+// (--path), pathscmd.go (paths, dm-lat), pacingcmd.go.
 package rperfcmd
 
 import (
-	"fmt"
 	"runtime/debug"
 	"strings"
 
@@ -20,6 +29,7 @@ import (
 	"github.com/rperf/rperf/internal/cli/rperfcmd/comparecmd"
 	"github.com/rperf/rperf/internal/cli/rperfcmd/plotcmd"
 	"github.com/rperf/rperf/internal/cli/rperfcmd/suitecmd"
+	"github.com/rperf/rperf/tests/session"
 )
 
 // New returns rperf's root command.
@@ -52,40 +62,13 @@ peers started with different ones), 3 rperf compare found a regression,
 		SilenceErrors: true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	for _, k := range kinds {
-		root.AddCommand(newTestCommand(k))
+	for _, t := range session.Tests {
+		root.AddCommand(newTestCommand(t))
 	}
 	root.AddCommand(newPathsCommand(), newDMLatCommand(), newPacingCommand())
 	root.AddCommand(comparecmd.New(nil), plotcmd.New(nil))
 	root.AddCommand(suitecmd.New(nil))
 	return root
-}
-
-func newTestCommand(k kind) *cobra.Command {
-	o := &options{k: k}
-	cmd := &cobra.Command{
-		Use:   k.command() + " [host]",
-		Short: k.short(),
-		Long: fmt.Sprintf(`%s.
-
-Without a host, serve; with a host, connect to the server there. Flags are
-perftest's, spelled as perftest spells them; rperf adds --json, --hgrm,
---percentiles, --warmup, --loopback, --max-size and --timeout.
-
-Examples:
-  rperf %[2]s --loopback               both sides on this host
-  rperf %[2]s                          server
-  rperf %[2]s server-host --json r.json client, results also as JSON`, k.short(), k.command()),
-		Args: cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.validate(args); err != nil {
-				return err
-			}
-			return oneLine(run(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr()))
-		},
-	}
-	o.register(cmd.Flags())
-	return cmd
 }
 
 // version is rperf's module version, or "devel" with the VCS revision.

@@ -3,17 +3,15 @@ package rperfcmd
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/rperf/rperf/internal/cli"
 	"github.com/rperf/rperf/tests/bw"
-	"github.com/rperf/rperf/tests/latency"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 
@@ -46,7 +44,7 @@ const (
 func (o *options) registerUDP(fs *pflag.FlagSet) {
 	fs.IntVar(&o.udpPort, udpPortFlag, verbsio.RoCEv2Port,
 		"UDP port of a udp_<netdev> device (the built-in engine's RoCEv2 over UDP); 0: any free port. The peer learns it in the key exchange")
-	fs.IntVarP(&o.gidIndex, gidIndexFlag, "x", latency.AutoGID,
+	fs.IntVarP(&o.gidIndex, gidIndexFlag, "x", session.AutoGID,
 		"GID index (rdiag gids lists the table; default: perftest's choice, an IPv4-mapped RoCE v2 GID on Ethernet)")
 	fs.Lookup(gidIndexFlag).DefValue = "auto"
 	fs.BoolVar(&o.ipv6, "ipv6", false, "without -x, choose an IPv6 GID (perftest's --ipv6)")
@@ -133,62 +131,27 @@ func (o *options) checkGID(dev *verbsio.Context) error {
 	return cli.Usagef("-x %d: port %d of %s has %s (rdiag gids %s lists them)", o.gidIndex, o.ibPort, o.device, have, o.device)
 }
 
-// counterLine lists the counters a reader of a udp-fabric run wants to
-// see, in this order, with their labels.
-var counterLine = []struct{ name, label string }{
-	{"sent_pkts", "sent"}, {"rcvd_pkts", "received"}, {"retransmitted", "retransmitted"},
-	{"rewinds", "rewinds"}, {"duplicate_request", "duplicates"}, {"icrc_errors", "ICRC errors"}, {"out_of_seq_request", "out of sequence"},
-	{"timeouts", "timeouts"},
-}
-
-// writeCounters prints the engine's counters on one line, with the UDP
-// port it bound (if any).
-func writeCounters(w io.Writer, device string, port int, c map[string]uint64) error {
-	if c == nil {
-		return nil
-	}
-	var parts []string
-	for _, f := range counterLine {
-		parts = append(parts, fmt.Sprintf("%s %d", f.label, c[f.name]))
-	}
-	where := ""
-	if port > 0 {
-		where = fmt.Sprintf(" (UDP port %d)", port)
-	}
-	_, err := fmt.Fprintf(w, " engine %s%s packets: %s\n", device, where, strings.Join(parts, ", "))
-	return err
-}
-
 // fitValidation lowers, for --validate, the default tx and rx depths of a
 // bandwidth test until a buffer for every outstanding message fits
 // bw.ValidateBudget; depths the user set are kept, and a run that still
-// does not fit is refused.
+// does not fit is refused with the test's Check.
 func (o *options) fitValidation(sizes []int) error {
-	if !o.checkData || o.k.lat {
+	if !o.checkData || o.lat() {
 		return nil
 	}
 	for {
 		cfg := o.bwConfig(sizes)
-		need := cfg.ValidationBytes()
 		canTx := !o.changed("tx-depth") && o.txDepth/2 >= max(o.postList, 1)
-		canRx := o.k.send() && !o.changed("rx-depth") && o.rxDepth > 1
+		canRx := o.verb() == session.Send && !o.changed("rx-depth") && o.rxDepth > 1
 		switch {
-		case need <= bw.ValidateBudget:
+		case cfg.ValidationBytes() <= bw.ValidateBudget:
 			return nil
 		case canTx && (!canRx || o.txDepth >= o.rxDepth):
 			o.txDepth /= 2 // the larger of the two first
 		case canRx:
 			o.rxDepth /= 2
 		default:
-			return cli.Usagef("--validate keeps a buffer for every outstanding message: %d MiB with -t %d%s -q %d and %d-byte messages, more than %d MiB; use a smaller tx depth, fewer QPs or smaller messages",
-				need>>20, o.txDepth, o.rxText(), o.qps, sizes[len(sizes)-1], bw.ValidateBudget>>20)
+			return o.check(sizes)
 		}
 	}
-}
-
-func (o *options) rxText() string {
-	if o.k.send() {
-		return " -r " + strconv.Itoa(o.rxDepth)
-	}
-	return ""
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/rperf/rperf/internal/cli"
 	"github.com/rperf/rperf/tests/bw"
-	"github.com/rperf/rperf/tests/latency"
+	"github.com/rperf/rperf/tests/session"
 )
 
 func TestUDPFlags(t *testing.T) {
@@ -40,7 +40,7 @@ func TestUDPFlags(t *testing.T) {
 				t.Errorf("%v: %v is not a usage error", c.args, err)
 			}
 		}
-		if c.want == "" && o.gidIndex != latency.AutoGID && !o.changed("gid-index") {
+		if c.want == "" && o.gidIndex != session.AutoGID && !o.changed("gid-index") {
 			t.Errorf("%v: -x defaults to %d, want automatic", c.args, o.gidIndex)
 		}
 	}
@@ -94,7 +94,7 @@ func TestValidateParam(t *testing.T) {
 		if !found {
 			t.Errorf("%s: --validate is not a symmetric parameter", c)
 		}
-		if o.k.lat && !o.latencyConfig([]int{64}).Validate || !o.k.lat && !o.bwConfig([]int{64}).Validate {
+		if o.lat() && !o.latencyConfig([]int{64}).Validate || !o.lat() && !o.bwConfig([]int{64}).Validate {
 			t.Errorf("%s: the config does not validate", c)
 		}
 	}

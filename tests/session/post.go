@@ -1,19 +1,86 @@
-package sendpath
+package session
 
 import (
 	"errors"
 	"fmt"
 
-	"github.com/rperf/rperf/tests/session"
+	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/dv"
 )
 
+// Posting by a send path (package sendpath): a Sender posts a QP's work
+// requests, Completions takes a CQ's completions, a Receiver reposts a
+// QP's receives, each the path's way; OpenPath prepares them for every QP
+// of a session at once.
+
+// Ends are a session's posting by its send path (Spec.Path): a Sender and
+// a Receiver for each QP, as far as this side sends and receives, and the
+// Completions of the send and the receive CQ.
+type Ends struct {
+	Senders   []*Sender    // one per QP; nil unless sending
+	Receivers []*Receiver  // one per QP; nil unless receiving
+	Send      *Completions // the send CQ's (nil unless sending)
+	Recv      *Completions // the receive CQ's (nil unless receiving)
+}
+
+// OpenPath prepares posting by Spec.Path on every QP: Senders and the send
+// CQ's Completions when send is set, Receivers and the receive CQ's
+// Completions when recv is set. With burst, the send CQ's completions are
+// counted for the first QP's Sender (the burst path runs one QP). The QPs
+// must be connected, as Open leaves them. Close releases what it took,
+// also after an error.
+func (s *Session) OpenPath(send, recv bool) (*Ends, error) {
+	p := s.Spec.Path
+	e := &Ends{}
+	var err error
+	if send {
+		for _, q := range s.QPs {
+			x, err := NewSender(p, s, q)
+			if err != nil {
+				return e, err
+			}
+			e.Senders = append(e.Senders, x)
+		}
+		if e.Send, err = NewCompletions(p, s, s.SendCQ, e.Senders[0]); err != nil {
+			return e, err
+		}
+	}
+	if recv {
+		if e.Recv, err = NewCompletions(p, s, s.RecvCQ, nil); err != nil {
+			return e, err
+		}
+		for _, q := range s.QPs {
+			r, err := NewReceiver(p, s, q)
+			if err != nil {
+				return e, err
+			}
+			e.Receivers = append(e.Receivers, r)
+		}
+	}
+	return e, nil
+}
+
+// Close gives back what OpenPath took from the provider.
+func (e *Ends) Close() {
+	for _, x := range e.Senders {
+		x.Release()
+	}
+	for _, r := range e.Receivers {
+		r.Release()
+	}
+	for _, c := range []*Completions{e.Send, e.Recv} {
+		if c != nil {
+			c.Release()
+		}
+	}
+}
+
 // Sender posts one QP's send requests by a path.
 type Sender struct {
-	path  Path
-	s     *session.Session
-	q     *session.QP
+	path  sendpath.Path
+	s     *Session
+	q     *QP
 	burst verbsio.QPBurst
 	dvq   *dv.QP
 	// ids holds, for burst, the IDs of the signaled requests posted and not
@@ -24,17 +91,17 @@ type Sender struct {
 
 // NewSender returns a Sender for q, which must be connected (RTS): the
 // burst family binds to a QP in RTS.
-func NewSender(p Path, s *session.Session, q *session.QP) (*Sender, error) {
+func NewSender(p sendpath.Path, s *Session, q *QP) (*Sender, error) {
 	x := &Sender{path: p, s: s, q: q}
 	switch p {
-	case Burst:
+	case sendpath.Burst:
 		f, st := s.Dev.QueryInterface(verbsio.InterfaceQuery{Family: verbsio.FamilyQPBurst, Version: 1, Object: q.QP})
 		if st != verbsio.IntfOK {
 			return nil, fmt.Errorf("query the qp_burst family for QP %d on %s: %s", q.Index, s.Dev.Device.Name, st)
 		}
 		x.burst = f.(verbsio.QPBurst)
 		x.ids = newIDFIFO(q.Cap().MaxSendWR + 1)
-	case DV:
+	case sendpath.DV:
 		r, err := dv.InitQP(q.QP)
 		if err != nil {
 			return nil, fmt.Errorf("take the send ring of QP %d (direct verbs) on %s: %w", q.Index, s.Dev.Device.Name, err)
@@ -62,9 +129,9 @@ func (x *Sender) Release() {
 // and rings the doorbell once. Every other path calls PostSend.
 func (x *Sender) Post(wrs []verbsio.SendWR) error {
 	switch x.path {
-	case Burst:
+	case sendpath.Burst:
 		return x.postBurst(wrs)
-	case DV:
+	case sendpath.DV:
 		return x.postDV(wrs)
 	}
 	_, err := x.q.PostSend(wrs)
@@ -170,8 +237,8 @@ func (x *Sender) hostBytes(sge *verbsio.SGE) ([]byte, error) {
 // the CQ's ring read in place, or with burst on the send CQ of a burst Sender the
 // cq_poll family's PollCount.
 type Completions struct {
-	path  Path
-	s     *session.Session
+	path  sendpath.Path
+	s     *Session
 	cq    *verbsio.CQ
 	ring  *dv.CQ
 	count verbsio.CQPoll
@@ -182,16 +249,16 @@ type Completions struct {
 // NewCompletions returns the poller of cq. For burst, sender is the burst
 // Sender whose requests complete on cq: the one QP on it (PollCount
 // cannot tell QPs apart); nil means cq is polled with CQ.Poll.
-func NewCompletions(p Path, s *session.Session, cq *verbsio.CQ, sender *Sender) (*Completions, error) {
+func NewCompletions(p sendpath.Path, s *Session, cq *verbsio.CQ, sender *Sender) (*Completions, error) {
 	c := &Completions{path: p, s: s, cq: cq}
 	switch {
-	case p == DV:
+	case p == sendpath.DV:
 		r, err := dv.InitCQ(cq)
 		if err != nil {
 			return nil, fmt.Errorf("take a CQ's ring (direct verbs) on %s: %w", s.Dev.Device.Name, err)
 		}
 		c.ring = r
-	case p == Burst && sender != nil:
+	case p == sendpath.Burst && sender != nil:
 		f, st := s.Dev.QueryInterface(verbsio.InterfaceQuery{Family: verbsio.FamilyCQPoll, Version: 1, Object: cq})
 		if st != verbsio.IntfOK {
 			return nil, fmt.Errorf("query the cq_poll family on %s: %s", s.Dev.Device.Name, st)
@@ -253,7 +320,7 @@ func (c *Completions) Poll(wcs []verbsio.WC) (int, error) {
 	case c.count != nil:
 		n, err := c.cq.Poll(wcs)
 		for i := 0; i < n; i++ {
-			if wcs[i].ID != session.ProbeID {
+			if wcs[i].ID != ProbeID {
 				c.ids.pop()
 			}
 		}
@@ -263,8 +330,8 @@ func (c *Completions) Poll(wcs []verbsio.WC) (int, error) {
 }
 
 // Wait polls until a completion other than a liveness probe's arrives
-// and returns it, failing on an error status, as session.WaitSend does.
-func (c *Completions) Wait(w *session.Waiter, what string) (verbsio.WC, error) {
+// and returns it, failing on an error status, as WaitSend does.
+func (c *Completions) Wait(w *Waiter, what string) (verbsio.WC, error) {
 	w.Begin()
 	for {
 		n, err := c.Poll(c.one[:])
@@ -274,9 +341,9 @@ func (c *Completions) Wait(w *session.Waiter, what string) (verbsio.WC, error) {
 		if n > 0 {
 			wc := c.one[0]
 			if wc.Status != verbsio.StatusSuccess {
-				return wc, &session.CompletionError{What: what, WC: wc}
+				return wc, &CompletionError{What: what, WC: wc}
 			}
-			if wc.ID == session.ProbeID {
+			if wc.ID == ProbeID {
 				c.s.ProbeCompleted()
 				continue
 			}
@@ -291,16 +358,16 @@ func (c *Completions) Wait(w *session.Waiter, what string) (verbsio.WC, error) {
 // Receiver reposts one QP's receives by a path: the session's PostRecv,
 // or with burst the qp_burst family's RecvBurst.
 type Receiver struct {
-	q     *session.QP
+	q     *QP
 	burst verbsio.QPBurst
 	sges  []verbsio.SGE
 	owed  int
 }
 
 // NewReceiver returns the reposter of q's receives.
-func NewReceiver(p Path, s *session.Session, q *session.QP) (*Receiver, error) {
+func NewReceiver(p sendpath.Path, s *Session, q *QP) (*Receiver, error) {
 	r := &Receiver{q: q}
-	if p != Burst {
+	if p != sendpath.Burst {
 		return r, nil
 	}
 	f, st := s.Dev.QueryInterface(verbsio.InterfaceQuery{Family: verbsio.FamilyQPBurst, Version: 1, Object: q.QP})
@@ -308,7 +375,7 @@ func NewReceiver(p Path, s *session.Session, q *session.QP) (*Receiver, error) {
 		return nil, fmt.Errorf("query the qp_burst family for QP %d on %s: %s", q.Index, s.Dev.Device.Name, st)
 	}
 	r.burst = f.(verbsio.QPBurst)
-	r.sges = make([]verbsio.SGE, session.RepostBatch)
+	r.sges = make([]verbsio.SGE, RepostBatch)
 	for i := range r.sges {
 		r.sges[i] = s.MR.SGE(q.RecvOff, s.Region)
 	}
