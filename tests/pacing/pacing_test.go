@@ -1,7 +1,9 @@
 package pacing
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,39 +141,218 @@ func runPair(t *testing.T, cfg Config) (srv, cli []reports.Result) {
 	return pairtest.MustResults(t, pairtest.Shm0, Run, cfg, cfg)
 }
 
-// Two explicit rates on shm0: the engine's exact token bucket makes the
-// achieved rate follow the request closely; both sides report it.
+// steadyGap returns the median of a rate's steady gaps, those between
+// half and twice the interval the rate implies, and their share of all
+// gaps. The others are the machine's, not the pacer's: a gap of two
+// intervals or more is a stall (a token bucket never holds a message that
+// long; a process lost its CPU), one of half an interval or less a bunch
+// (the receiver stamped several arrivals late, at once).
+func steadyGap(r reports.Result) (medianNs, share float64, err error) {
+	e := r.Gap.ExpectedUs * 1000
+	h, err := reports.DecodeHDR(r.Gap.HDR)
+	if err != nil {
+		return 0, 0, err
+	}
+	type bar struct{ gap, count float64 }
+	var steady []bar
+	var n, in float64
+	for _, b := range h.Distribution() {
+		if b.Count == 0 {
+			continue
+		}
+		g, c := float64(b.From+b.To)/2, float64(b.Count)
+		n += c
+		if g > e/2 && g < 2*e {
+			steady = append(steady, bar{g, c})
+			in += c
+		}
+	}
+	if n != float64(r.Gap.Samples) {
+		return 0, 0, fmt.Errorf("%v gaps in the histogram, %d samples", n, r.Gap.Samples)
+	}
+	var seen float64
+	for _, b := range steady {
+		if seen += b.count; seen >= in/2 {
+			return b.gap, in / n, nil
+		}
+	}
+	return 0, 0, nil
+}
+
+// TestSteadyGap: the steady gaps of a paced stream are its interval,
+// a stall and a late receiver's bunch are set aside, and a sender that
+// ignores the limit has none.
+func TestSteadyGap(t *testing.T) {
+	const size, mbps = 1000, 80.0 // an interval of 100 us
+	record := func(gapsNs ...int64) reports.Result {
+		rec, _ := reports.NewRecorder(reports.RecorderOptions{})
+		a := arrivals{rec: rec}
+		now := int64(0)
+		a.add(now)
+		for _, g := range gapsNs {
+			now += g
+			a.add(now)
+		}
+		r, err := a.record(size, mbps, Plan{GapNs: 100_000}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	steady := func(n int, g int64) []int64 {
+		gs := make([]int64, n)
+		for i := range gs {
+			gs[i] = g
+		}
+		return gs
+	}
+	cases := []struct {
+		name            string
+		gaps            []int64
+		medianUs, share float64
+	}{
+		{"paced", steady(100, 100_000), 100, 1},
+		{"too slow", steady(100, 150_000), 150, 1},
+		{"a stall", append(steady(99, 100_000), 5_000_000), 100, 0.99},
+		{"slow for a third", append(steady(66, 100_000), steady(34, 180_000)...), 100, 1},
+		{"a late receiver's bunch", append(append(steady(90, 100_000), 1_000_000), steady(9, 1_000)...), 100, 0.9},
+		{"ignores the limit", steady(100, 2_000), 0, 0},
+	}
+	for _, c := range cases {
+		med, share, err := steadyGap(record(c.gaps...))
+		if err != nil || math.Abs(med/1000-c.medianUs) > c.medianUs/1000 || math.Abs(share-c.share) > 1e-9 {
+			t.Errorf("%s: median %.3f us of %.2f of the gaps (%v); want %v us of %.2f", c.name, med/1000, share, err, c.medianUs, c.share)
+		}
+	}
+}
+
+// Judging a measured stream on a machine others use.
+const (
+	// pacedBudget bounds how long a rate is measured again while the
+	// machine leaves its stream too disturbed to judge.
+	pacedBudget = 10 * time.Second
+	// minSteadyShare and minSteady are the least share and number of
+	// steady gaps (steadyGap) a judgement of a disturbed stream takes: a
+	// majority, so that the machine's noise cannot make the median.
+	minSteadyShare = 0.5
+	minSteady      = 10
+	// regular is how far the 10th and 90th percentile gaps may be from
+	// the median for a stream to count as undisturbed.
+	regular = 0.25
+)
+
+// timed runs cfg on both sides over shm0 and returns each side's records
+// and, for each rate, the time between the client's OnRate (before the
+// barrier that lets the sender start) and its OnResult (after the last
+// arrival).
+func timed(t *testing.T, cfg Config) (srv, cli []reports.Result, took []time.Duration) {
+	t.Helper()
+	cliCfg := cfg
+	var start time.Time
+	cliCfg.OnRate = func(int, float64) { start = time.Now() }
+	cliCfg.OnResult = func(reports.Result) { took = append(took, time.Since(start)) }
+	srv, cli = pairtest.MustResults(t, pairtest.Shm0, Run, cfg, cliCfg)
+	if len(took) != len(cli) {
+		t.Fatalf("%d records, %d timed", len(cli), len(took))
+	}
+	return srv, cli, took
+}
+
+// notFaster checks, whatever the scheduler does, that a rate's stream
+// was not faster than requested: a bucket that starts with the excluded
+// messages' tokens lets the last of the measured ones go no sooner than
+// measured intervals after the start, so the stream took at least that
+// (took, from timed). The 1% is the bucket's granularity (kb/s).
+func notFaster(r reports.Result, took time.Duration) error {
+	least := time.Duration(float64(r.Iterations) * r.Gap.ExpectedUs * 1000 * 0.99)
+	if took < least {
+		return fmt.Errorf("%d paced messages arrived within %v of the start; the rate lets them take %v: the limit was not applied",
+			r.Iterations+r.ExcludedMessages, took, least)
+	}
+	return nil
+}
+
+// notSlower checks that a rate's stream was not slower than requested:
+// the gaps of an undisturbed stream (its 10th and 90th percentiles within
+// regular of the median) have the interval as their median, those of a
+// disturbed one the interval as their median steady gap (steadyGap).
+// judged is false when the machine disturbed the stream too much to tell.
+func notSlower(r reports.Result, tolerance float64) (judged bool, err error) {
+	e := r.Gap.ExpectedUs * 1000
+	h, err := reports.DecodeHDR(r.Gap.HDR)
+	if err != nil {
+		return false, err
+	}
+	p10, p50, p90 := float64(h.ValueAtQuantile(10)), float64(h.ValueAtQuantile(50)), float64(h.ValueAtQuantile(90))
+	if p10 >= p50*(1-regular) && p90 <= p50*(1+regular) {
+		if math.Abs(p50-e) > e*tolerance/100 {
+			return true, fmt.Errorf("the median gap of a regular stream is %.2f us, the rate implies %.2f us", p50/1000, e/1000)
+		}
+		return true, nil
+	}
+	med, share, err := steadyGap(r)
+	if err != nil || share < minSteadyShare || share*float64(r.Gap.Samples) < minSteady {
+		return false, err
+	}
+	if math.Abs(med-e) > e*tolerance/100 {
+		return true, fmt.Errorf("the median steady gap is %.2f us (%.0f%% of the gaps), the rate implies %.2f us", med/1000, 100*share, e/1000)
+	}
+	return true, nil
+}
+
+// TestPacedStream: two explicit rates on shm0; the engine's token bucket
+// makes the stream follow each request in both directions (notFaster,
+// notSlower), and both sides report the same figures. A measurement the
+// machine disturbed too much to tell slower from disturbed is repeated
+// within pacedBudget; if none can be told, the test says so and skips
+// that half, with the figures (notFaster is judged every time).
 func TestPacedStream(t *testing.T) {
 	cfg := Default()
 	cfg.Rates, cfg.RateDuration = []float64{20, 400}, 150*time.Millisecond
 	cfg.Params = oob.Params{Test: "pacing"}
-	srv, cli := runPair(t, cfg)
-	if len(cli) != 2 || len(srv) != 2 {
-		t.Fatalf("%d client and %d server records, want 2 each", len(cli), len(srv))
-	}
-	for i, r := range cli {
-		want := cfg.Rates[i]
-		plan := cfg.PlanRate(want)
-		if *r.RequestedMbps != want || r.Gap == nil || r.ExcludedMessages != 1 || r.Iterations != plan.Measured {
-			t.Errorf("%v Mb/s: %+v", want, r)
-			continue
+	judged := make([]bool, len(cfg.Rates))
+	deadline := time.Now().Add(pacedBudget)
+	for attempt := 1; ; attempt++ {
+		srv, cli, took := timed(t, cfg)
+		if len(cli) != 2 || len(srv) != 2 {
+			t.Fatalf("%d client and %d server records, want 2 each", len(cli), len(srv))
 		}
-		// How closely the rate is followed is what the command reports, not
-		// what this test asserts: the engine paces when it runs, and on a
-		// machine busy with other tests a descheduled sender slows the
-		// stream and a descheduled receiver stamps messages in bunches.
-		// The figures must be consistent with each other.
-		if *r.AchievedMbps <= 0 || math.Abs(*r.ErrorPct-(*r.AchievedMbps-want)/want*100) > 1e-9 ||
-			math.Abs(*r.AchievedMbps-float64(cfg.Size)*float64(r.Iterations-1)*8000/float64(r.ElapsedNs)) > 1e-9 {
-			t.Errorf("%v Mb/s: achieved %v Mb/s (%+.2f%%) over %d ns", want, *r.AchievedMbps, *r.ErrorPct, r.ElapsedNs)
+		for i, r := range cli {
+			want := cfg.Rates[i]
+			plan := cfg.PlanRate(want)
+			if *r.RequestedMbps != want || r.Gap == nil || r.ExcludedMessages != 1 || r.Iterations != plan.Measured {
+				t.Errorf("%v Mb/s: %+v", want, r)
+				continue
+			}
+			// The figures are consistent with each other.
+			if *r.AchievedMbps <= 0 || math.Abs(*r.ErrorPct-(*r.AchievedMbps-want)/want*100) > 1e-9 ||
+				math.Abs(*r.AchievedMbps-float64(cfg.Size)*float64(r.Iterations-1)*8000/float64(r.ElapsedNs)) > 1e-9 {
+				t.Errorf("%v Mb/s: achieved %v Mb/s (%+.2f%%) over %d ns", want, *r.AchievedMbps, *r.ErrorPct, r.ElapsedNs)
+			}
+			if math.Abs(r.Gap.ExpectedUs-plan.GapNs/1000) > 1e-9 || r.Gap.Samples != r.Iterations-1 {
+				t.Errorf("%v Mb/s: gap %+v", want, r.Gap)
+			}
+			s := srv[i]
+			if *s.AchievedMbps != *r.AchievedMbps || s.Iterations != r.Iterations || s.Gap != nil {
+				t.Errorf("%v Mb/s: the server's record %+v differs from the client's", want, s)
+			}
+			if err := notFaster(r, took[i]); err != nil {
+				t.Errorf("%v Mb/s: %v", want, err)
+			}
+			ok, err := notSlower(r, cfg.Tolerance)
+			t.Logf("attempt %d, %v Mb/s: achieved %.3f Mb/s (%+.3f%%) in %v; gap p50 %.2f us, p99 %.2f us (the rate implies %.2f us); judged %v",
+				attempt, want, *r.AchievedMbps, *r.ErrorPct, took[i].Round(time.Millisecond), r.Gap.Percentiles["50"], r.Gap.Percentiles["99"], r.Gap.ExpectedUs, ok)
+			if err != nil {
+				t.Errorf("%v Mb/s: not paced at the requested rate: %v", want, err)
+			}
+			judged[i] = judged[i] || ok
 		}
-		t.Logf("%v Mb/s: achieved %.3f Mb/s (%+.3f%%), gap p50 %.2f us (expected %.2f)", want, *r.AchievedMbps, *r.ErrorPct, r.Gap.Percentiles["50"], r.Gap.ExpectedUs)
-		if math.Abs(r.Gap.ExpectedUs-plan.GapNs/1000) > 1e-9 || r.Gap.Samples != r.Iterations-1 {
-			t.Errorf("%v Mb/s: gap %+v", want, r.Gap)
+		if t.Failed() || !slices.Contains(judged, false) {
+			return
 		}
-		s := srv[i]
-		if *s.AchievedMbps != *r.AchievedMbps || s.Iterations != r.Iterations || s.Gap != nil {
-			t.Errorf("%v Mb/s: the server's record %+v differs from the client's", want, s)
+		if time.Now().After(deadline) {
+			t.Skipf("this machine disturbed the stream at %v Mb/s too much to tell a slower pacer in %d attempts (too few gaps within half and twice the interval: busy CPUs); only that the stream was not faster was checked",
+				cfg.Rates[slices.Index(judged, false)], attempt)
 		}
 	}
 }
@@ -198,13 +379,17 @@ func TestDefaultSweepStops(t *testing.T) {
 	cfg.RateDuration = 20 * time.Millisecond
 	cfg.Params = oob.Params{Test: "pacing"}
 	start := time.Now()
-	_, cli := runPair(t, cfg)
+	_, cli, took := timed(t, cfg)
 	if len(cli) == 0 {
 		t.Fatal("no records")
 	}
 	last := cli[len(cli)-1]
-	for _, r := range cli[:len(cli)-1] {
-		if !Follows(*r.RequestedMbps, *r.AchievedMbps, cfg.Tolerance) {
+	for i, r := range cli {
+		// No rate went faster than requested, the last one included.
+		if err := notFaster(r, took[i]); err != nil {
+			t.Errorf("%v Mb/s: %v", *r.RequestedMbps, err)
+		}
+		if i < len(cli)-1 && !Follows(*r.RequestedMbps, *r.AchievedMbps, cfg.Tolerance) {
 			t.Errorf("the sweep went on after %v Mb/s, achieved %v", *r.RequestedMbps, *r.AchievedMbps)
 		}
 	}
