@@ -490,6 +490,12 @@ func (r *runner) exchange(ctx context.Context, size int, local measured) (report
 	if err != nil {
 		return reports.Result{}, err
 	}
+	if cfg.Bidirectional || r.role.passive {
+		// The peer's figures become this side's result.
+		if err := remote.Check(); err != nil {
+			return reports.Result{}, err
+		}
+	}
 	switch {
 	case cfg.Bidirectional:
 		res := local.res

@@ -146,6 +146,35 @@ type BWReport struct {
 	MsgRatePort [2]float64
 }
 
+// Check reports whether the report's figures are measurements: the peak
+// and average bandwidths and the message rate finite and not negative
+// (and the per-port ones with PerPort). ExchangeBWReport does not check:
+// a perftest server of a unidirectional test sends uninitialised memory
+// that nobody reads. A test that uses the peer's figures checks them
+// first, so that NaN or Inf never reaches a result; the error matches
+// ErrProtocol.
+func (r BWReport) Check() error {
+	figures := []struct {
+		what string
+		v    float64
+		used bool
+	}{
+		{"peak bandwidth", r.BWPeak, true},
+		{"average bandwidth", r.BWAvg, true},
+		{"message rate", r.MsgRate, true},
+		{"port 1 average bandwidth", r.BWAvgPort[0], r.PerPort},
+		{"port 1 message rate", r.MsgRatePort[0], r.PerPort},
+		{"port 2 average bandwidth", r.BWAvgPort[1], r.PerPort},
+		{"port 2 message rate", r.MsgRatePort[1], r.PerPort},
+	}
+	for _, f := range figures {
+		if f.used && (math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0) {
+			return protoErrorf("the peer's bandwidth report is not a measurement: its %s is %v (a finite rate of 0 or more is; is the peer a compatible, working perftest or rperf?)", f.what, f.v)
+		}
+	}
+	return nil
+}
+
 // ExchangeBWReport sends local and returns the peer's report. As in
 // perftest each value is its own exchange: size (8 bytes), iters (8 bytes,
 // 4 for peers older than 5.33 or when versions were not exchanged), then

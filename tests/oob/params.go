@@ -73,7 +73,7 @@ func (c *Conn) swapParams(ctx context.Context, local Params) (Params, error) {
 	}
 	out := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(body)), uint32(len(body)))
 	out = append(out, body...)
-	var doc paramsDoc
+	var remote Params
 	err = c.swap(
 		func() error { return c.send(ctx, step, "test parameters", out) },
 		func() error {
@@ -89,13 +89,21 @@ func (c *Conn) swapParams(ctx context.Context, local Params) (Params, error) {
 			if _, err := c.recv(ctx, step, fmt.Sprintf("%d-byte parameter document", n), in, c.opts.IOTimeout); err != nil {
 				return err
 			}
-			if err := json.Unmarshal(in, &doc); err != nil {
-				return newError(fmt.Sprintf("%s: the peer's parameter document is not valid: %v", step, err), ErrProtocol, err)
-			}
-			return nil
+			remote, err = parseParams(step, in)
+			return err
 		})
 	if err != nil {
 		return Params{}, err
+	}
+	return remote, nil
+}
+
+// parseParams decodes the peer's parameter document, the JSON after the
+// length; errors match ErrProtocol and name step.
+func parseParams(step string, in []byte) (Params, error) {
+	var doc paramsDoc
+	if err := json.Unmarshal(in, &doc); err != nil {
+		return Params{}, newError(fmt.Sprintf("%s: the peer's parameter document is not valid: %v", step, err), ErrProtocol, err)
 	}
 	p := Params{Test: doc.Test, Fields: doc.Fields}
 	if err := p.validate(); err != nil {

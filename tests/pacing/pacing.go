@@ -302,6 +302,9 @@ func (r *runner) run(ctx context.Context) ([]reports.Result, error) {
 			return results, err
 		}
 		if r.s.Server {
+			if err := peer.Check(); err != nil {
+				return results, err
+			}
 			res = senderRecord(cfg.Size, mbps, plan, peer)
 		}
 		results = append(results, res)
