@@ -3,7 +3,6 @@ package pacing
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -230,7 +229,7 @@ func TestSteadyGap(t *testing.T) {
 const (
 	// pacedBudget bounds how long a rate is measured again while the
 	// machine leaves its stream too disturbed to judge.
-	pacedBudget = 10 * time.Second
+	pacedBudget = 3 * time.Second
 	// minSteadyShare and minSteady are the least share and number of
 	// steady gaps (steadyGap) a judgement of a disturbed stream takes: a
 	// majority, so that the machine's noise cannot make the median.
@@ -302,25 +301,30 @@ func notSlower(r reports.Result, tolerance float64) (judged bool, err error) {
 
 // TestPacedStream: two explicit rates on shm0; the engine's token bucket
 // makes the stream follow each request in both directions (notFaster,
-// notSlower), and both sides report the same figures. A measurement the
-// machine disturbed too much to tell slower from disturbed is repeated
-// within pacedBudget; if none can be told, the test says so and skips
-// that half, with the figures (notFaster is judged every time).
+// notSlower), and both sides report the same figures. A rate the machine
+// disturbed too much to tell a slower pacer from a busy CPU is measured
+// again, alone, within pacedBudget (a later measurement cut short by the
+// rate's cap counts as disturbed too); if none can be told, the test says
+// so and skips that half, with the figures. notFaster holds every time.
 func TestPacedStream(t *testing.T) {
 	cfg := Default()
 	cfg.Rates, cfg.RateDuration = []float64{20, 400}, 150*time.Millisecond
 	cfg.Params = oob.Params{Test: "pacing"}
-	judged := make([]bool, len(cfg.Rates))
 	deadline := time.Now().Add(pacedBudget)
+	rates := cfg.Rates
 	for attempt := 1; ; attempt++ {
-		srv, cli, took := timed(t, cfg)
-		if len(cli) != 2 || len(srv) != 2 {
-			t.Fatalf("%d client and %d server records, want 2 each", len(cli), len(srv))
+		c := cfg
+		c.Rates = rates
+		srv, cli, took := timed(t, c)
+		if len(cli) != len(rates) || len(srv) != len(rates) {
+			t.Fatalf("%d client and %d server records, want %d each", len(cli), len(srv), len(rates))
 		}
+		var again []float64
 		for i, r := range cli {
-			want := cfg.Rates[i]
+			want := rates[i]
 			plan := cfg.PlanRate(want)
-			if *r.RequestedMbps != want || r.Gap == nil || r.ExcludedMessages != 1 || r.Iterations != plan.Measured {
+			cut := r.Iterations != plan.Measured
+			if *r.RequestedMbps != want || r.Gap == nil || r.ExcludedMessages != 1 || cut && attempt == 1 {
 				t.Errorf("%v Mb/s: %+v", want, r)
 				continue
 			}
@@ -339,21 +343,25 @@ func TestPacedStream(t *testing.T) {
 			if err := notFaster(r, took[i]); err != nil {
 				t.Errorf("%v Mb/s: %v", want, err)
 			}
-			ok, err := notSlower(r, cfg.Tolerance)
+			judged, err := notSlower(r, cfg.Tolerance)
+			judged = judged && !cut
 			t.Logf("attempt %d, %v Mb/s: achieved %.3f Mb/s (%+.3f%%) in %v; gap p50 %.2f us, p99 %.2f us (the rate implies %.2f us); judged %v",
-				attempt, want, *r.AchievedMbps, *r.ErrorPct, took[i].Round(time.Millisecond), r.Gap.Percentiles["50"], r.Gap.Percentiles["99"], r.Gap.ExpectedUs, ok)
-			if err != nil {
+				attempt, want, *r.AchievedMbps, *r.ErrorPct, took[i].Round(time.Millisecond), r.Gap.Percentiles["50"], r.Gap.Percentiles["99"], r.Gap.ExpectedUs, judged)
+			switch {
+			case err != nil && judged:
 				t.Errorf("%v Mb/s: not paced at the requested rate: %v", want, err)
+			case !judged:
+				again = append(again, want)
 			}
-			judged[i] = judged[i] || ok
 		}
-		if t.Failed() || !slices.Contains(judged, false) {
+		if t.Failed() || len(again) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Skipf("this machine disturbed the stream at %v Mb/s too much to tell a slower pacer in %d attempts (too few gaps within half and twice the interval: busy CPUs); only that the stream was not faster was checked",
-				cfg.Rates[slices.Index(judged, false)], attempt)
+			t.Skipf("this machine disturbed the stream at %v Mb/s too much to tell a slower pacer in %d attempts (too few gaps within half and twice the interval: busy CPUs); only that it was not faster was checked",
+				again, attempt)
 		}
+		rates = again
 	}
 }
 
