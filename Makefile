@@ -1,19 +1,21 @@
 # rperf — build, test, benchmark, fuzz.
 #
 #   make build          static, pure-Go binaries in bin/ (rperf, rdiag)
-#   make test           format check, vet, all tests, race tests of the engine and rperf
+#   make test           format check, vet, all tests, race tests of the engine and rperf,
+#                       every fuzz target for FUZZTIME_TEST beyond its seeds
 #   make bench          Go benchmarks (-count=5) into bench.txt
 #   make bench-rperf    rperf's own cost per latency iteration beside the engine's round trip
 #   make fuzz           every fuzz target for FUZZTIME each
 #   make calibrate      rperf compare's A/A campaign, live (REPORTS=40; UPDATE=1 rewrites the corpus and docs/compare.md)
 #   make build-ibverbs  rdiag/rperf with the rdma-core provider (needs libibverbs-dev)
 
-GO       ?= go
-FUZZTIME ?= 60s
+GO            ?= go
+FUZZTIME      ?= 60s
+FUZZTIME_TEST ?= 5s
 BIN      := bin
 CMDS     := $(wildcard cmd/*)
 
-.PHONY: all build test fmt-check vet test-unit test-race test-ibverbs bench bench-rperf fuzz calibrate build-ibverbs clean
+.PHONY: all build test fmt-check vet test-unit test-race test-ibverbs test-fuzz bench bench-rperf fuzz calibrate build-ibverbs clean
 
 all: build
 
@@ -26,7 +28,7 @@ build:
 		file $(BIN)/$$b 2>/dev/null | grep -q 'statically linked' || { echo "$(BIN)/$$b is not statically linked"; exit 1; }; \
 	done; fi
 
-test: fmt-check vet build test-unit test-race test-ibverbs
+test: fmt-check vet build test-unit test-race test-ibverbs test-fuzz
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -70,13 +72,28 @@ bench:
 bench-rperf:
 	CGO_ENABLED=0 $(GO) test -run '^$$' -bench IterationOverhead -benchmem -count=5 ./tests/latency/
 
+# Every fuzz target in the repository, found in the sources (a new one
+# is picked up without listing it): "package-dir target" per line.
+FUZZ_TARGETS = grep -rE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(' . | \
+	sed -E 's|^\./(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\(.*|\1 \2|' | sort
+
+# Each target for a bounded time beyond its seed corpus (which test-unit
+# runs): FUZZTIME_TEST in make test, FUZZTIME in make fuzz. Two targets
+# run at a time, one fuzzing worker each, so that one's build overlaps the
+# other's fuzzing; a failure stops the run with the target's output.
+FUZZ_JOBS ?= 2
+define run_fuzz
+	@$(FUZZ_TARGETS) | xargs -P $(FUZZ_JOBS) -L 1 sh -c '\
+		out=$$($(GO) test -run "^$$" -fuzz "^$$1$$" -fuzztime $(1) -parallel 1 ./$$0 2>&1) || \
+			{ printf "FAIL %s %s\n%s\n" "$$0" "$$1" "$$out"; exit 255; }; \
+		echo "ok   $$0 $$1 ($(1) beyond its seeds)"'
+endef
+
+test-fuzz:
+	$(call run_fuzz,$(FUZZTIME_TEST))
+
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
-			echo "== $$pkg $$f"; \
-			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
-		done; \
-	done
+	$(call run_fuzz,$(FUZZTIME))
 
 # rperf compare's false-alarm and detection rates on a new A/A campaign of
 # this machine (docs/compare.md): REPORTS suites of bin/rperf against itself.
