@@ -3,7 +3,6 @@ package flows
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"net/netip"
 	"os"
 	"testing"
@@ -14,9 +13,8 @@ import (
 	"github.com/rperf/rperf/internal/pcap"
 	"github.com/rperf/rperf/internal/psn"
 	"github.com/rperf/rperf/internal/roce"
+	"github.com/rperf/rperf/internal/testsupport/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.json golden files")
 
 var cmpFlow = cmp.Options{cmpopts.IgnoreUnexported(Flow{}), cmpopts.EquateComparable(netip.Addr{})}
 
@@ -89,32 +87,20 @@ func TestSoftRoCECapture(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmpFlow); diff != "" {
 		t.Errorf("MTU 1024: summary (-want +got):\n%s", diff)
 	}
-	golden(t, "testdata/rxe-rc.json", got)
+	goldenJSON(t, "testdata/rxe-rc.json", got)
 }
 
 func ptr[T any](v T) *T { return &v }
 
-// golden compares the JSON form of s with a file, or rewrites the file
-// under -update.
-func golden(t *testing.T, path string, s Summary) {
+// goldenJSON compares the JSON form of s with a file, or rewrites the file
+// under -update (package golden).
+func goldenJSON(t *testing.T, path string, s Summary) {
 	t.Helper()
 	got, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = append(got, '\n')
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", path, diff)
-	}
+	golden.Check(t, path, append(got, '\n'))
 }
 
 func TestNonRoCECapture(t *testing.T) {
@@ -313,7 +299,7 @@ func TestSyntheticCapture(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmpFlow); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
 	}
-	golden(t, "testdata/synthetic.json", got)
+	goldenJSON(t, "testdata/synthetic.json", got)
 
 	// With MTU 1024 the 4096-byte READ at PSN 15 consumes PSNs 15-18, so
 	// the SEND at PSN 20 follows a gap of one PSN (19).
