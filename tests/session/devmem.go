@@ -90,5 +90,5 @@ func (s *Session) PeekByte(off int) (byte, error) {
 func (s *Session) Probing() bool { return s.probing }
 
 // ProbeCompleted records that a loop took the probe's completion from the
-// send CQ itself (a path-specific poller), as WaitSend does.
+// send CQ itself (a path-specific poller, Completions).
 func (s *Session) ProbeCompleted() { s.probing = false }

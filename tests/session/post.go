@@ -330,7 +330,7 @@ func (c *Completions) Poll(wcs []verbsio.WC) (int, error) {
 }
 
 // Wait polls until a completion other than a liveness probe's arrives
-// and returns it, failing on an error status, as WaitSend does.
+// and returns it, failing on an error status.
 func (c *Completions) Wait(w *Waiter, what string) (verbsio.WC, error) {
 	w.Begin()
 	for {

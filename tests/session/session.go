@@ -179,8 +179,7 @@ type Session struct {
 	ahs      []*verbsio.AH
 	outReads int
 	probeWR  [1]verbsio.SendWR
-	wcs      [1]verbsio.WC // send CQ scratch (WaitSend, probes)
-	rwcs     [1]verbsio.WC // receive CQ scratch (WaitRecv)
+	wcs      [1]verbsio.WC // send CQ scratch (probes)
 
 	// A liveness probe is outstanding (see Waiter); the next may go at
 	// nextProbe.

@@ -166,55 +166,6 @@ func (w *Waiter) pollProbe() error {
 	return nil
 }
 
-// WaitSend polls the send CQ until a completion other than a probe's
-// arrives and returns it, failing on an error status. Loops use it for
-// their own signaled requests.
-func (s *Session) WaitSend(w *Waiter, what string) (verbsio.WC, error) {
-	w.Begin()
-	for {
-		n, err := s.SendCQ.Poll(s.wcs[:])
-		if err != nil {
-			return verbsio.WC{}, fmt.Errorf("poll the send CQ: %w", err)
-		}
-		if n > 0 {
-			wc := s.wcs[0]
-			if wc.Status != verbsio.StatusSuccess {
-				return wc, &CompletionError{What: what, WC: wc}
-			}
-			if wc.ID == ProbeID {
-				s.probing = false
-				continue
-			}
-			return wc, nil
-		}
-		if err := w.Spin(); err != nil {
-			return verbsio.WC{}, err
-		}
-	}
-}
-
-// WaitRecv polls the receive CQ until a completion arrives and returns it,
-// failing on an error status.
-func (s *Session) WaitRecv(w *Waiter, what string) (verbsio.WC, error) {
-	w.Begin()
-	wcs := s.rwcs[:]
-	for {
-		n, err := s.RecvCQ.Poll(wcs)
-		if err != nil {
-			return verbsio.WC{}, fmt.Errorf("poll the receive CQ: %w", err)
-		}
-		if n > 0 {
-			if wcs[0].Status != verbsio.StatusSuccess {
-				return wcs[0], &CompletionError{What: what, WC: wcs[0]}
-			}
-			return wcs[0], nil
-		}
-		if err := w.Spin(); err != nil {
-			return verbsio.WC{}, err
-		}
-	}
-}
-
 // StallError says the peer made no progress for the stall timeout.
 type StallError struct {
 	What       string
