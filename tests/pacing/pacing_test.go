@@ -283,7 +283,7 @@ func notSlower(r reports.Result, tolerance float64) (judged bool, err error) {
 		return false, err
 	}
 	p10, p50, p90 := float64(h.ValueAtQuantile(10)), float64(h.ValueAtQuantile(50)), float64(h.ValueAtQuantile(90))
-	if p10 >= p50*(1-regular) && p90 <= p50*(1+regular) {
+	if p50 > e/2 && p10 >= p50*(1-regular) && p90 <= p50*(1+regular) {
 		if math.Abs(p50-e) > e*tolerance/100 {
 			return true, fmt.Errorf("the median gap of a regular stream is %.2f us, the rate implies %.2f us", p50/1000, e/1000)
 		}
