@@ -80,13 +80,20 @@ FUZZ_TARGETS = grep -rE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(' . | \
 # Each target for a bounded time beyond its seed corpus (which test-unit
 # runs): FUZZTIME_TEST in make test, FUZZTIME in make fuzz. Two targets
 # run at a time, one fuzzing worker each, so that one's build overlaps the
-# other's fuzzing; a failure stops the run with the target's output.
+# other's fuzzing; a failure stops the run with the target's output. Go
+# 1.26's fuzz coordinator can end a timed run with a bare "context
+# deadline exceeded" and no failing input (go.dev/issue/75804, fixed in
+# 1.27): that alone is noted, not failed; any failing input fails.
 FUZZ_JOBS ?= 2
 define run_fuzz
 	@$(FUZZ_TARGETS) | xargs -P $(FUZZ_JOBS) -L 1 sh -c '\
-		out=$$($(GO) test -run "^$$" -fuzz "^$$1$$" -fuzztime $(1) -parallel 1 ./$$0 2>&1) || \
-			{ printf "FAIL %s %s\n%s\n" "$$0" "$$1" "$$out"; exit 255; }; \
-		echo "ok   $$0 $$1 ($(1) beyond its seeds)"'
+		out=$$($(GO) test -run "^$$" -fuzz "^$$1$$" -fuzztime $(1) -parallel 1 ./$$0 2>&1) && \
+			{ echo "ok   $$0 $$1 ($(1) beyond its seeds)"; exit 0; }; \
+		if printf "%s" "$$out" | grep -q "^    context deadline exceeded$$" && \
+			! printf "%s" "$$out" | grep -q "Failing input written to"; then \
+			echo "ok   $$0 $$1 ($(1) beyond its seeds; the coordinator ended it with go.dev/issue/75804, no failing input)"; exit 0; \
+		fi; \
+		printf "FAIL %s %s\n%s\n" "$$0" "$$1" "$$out"; exit 255'
 endef
 
 test-fuzz:
