@@ -41,7 +41,7 @@ func TestOpenUnknownDevice(t *testing.T) {
 }
 
 // testDevice opens the device under test, or skips.
-func testDevice(t *testing.T) (*verbsio.Context, uint8) {
+func testDevice(t testing.TB) (*verbsio.Context, uint8) {
 	t.Helper()
 	devs, err := Provider{}.Devices()
 	if err != nil {
@@ -191,7 +191,7 @@ func TestDeviceMemory(t *testing.T) {
 
 // rcPair creates two RC QPs on one CQ and connects them to each other
 // through port.
-func rcPair(t *testing.T, ctx *verbsio.Context, pd *verbsio.PD, cq *verbsio.CQ, port uint8) (a, b *verbsio.QP) {
+func rcPair(t testing.TB, ctx *verbsio.Context, pd *verbsio.PD, cq *verbsio.CQ, port uint8) (a, b *verbsio.QP) {
 	t.Helper()
 	pa, err := ctx.QueryPort(port)
 	if err != nil {
