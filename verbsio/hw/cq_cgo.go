@@ -30,10 +30,12 @@ type hwCQ struct {
 	fd      int // the channel's fd, non-blocking
 	depth   int
 
-	mem     unsafe.Pointer // C array: len(wcs) + 1 struct ibv_wc
-	wcs     []cWC          // Poll's scratch, in mem
-	stash   *cWC           // the last slot of mem: a completion Wait took
-	stashed bool
+	mem unsafe.Pointer // C array of len(wcs) struct ibv_wc
+	wcs []cWC          // Poll's scratch, in mem
+	// wcs[head:tail] are completions already taken out of the CQ and not
+	// yet returned: the one Wait found, or those a post on a QP of this
+	// CQ polled in its crossing (hwQP.PostSend). Poll returns them first.
+	head, tail int
 }
 
 // CreateCQ implements verbsio.ContextImpl: ibv_create_comp_channel, then
@@ -76,34 +78,38 @@ func (c *hwContext) CreateCQ(attr verbsio.CQInitAttr) (verbsio.CQImpl, error) {
 // with a fake CQ whose context's ops are test functions.
 func newCQ(c *hwContext, cq unsafe.Pointer, depth int) (*hwCQ, error) {
 	n := max(1, min(depth, maxPollBatch))
-	mem := C.calloc(C.size_t(n+1), C.sizeof_struct_ibv_wc)
+	mem := C.calloc(C.size_t(n), C.sizeof_struct_ibv_wc)
 	if mem == nil {
 		return nil, verbsio.Errorf("create_cq", unix.ENOMEM, "completion scratch of %d entries", n)
 	}
-	all := unsafe.Slice((*cWC)(mem), n+1)
 	return &hwCQ{
 		c:     c,
 		cq:    (*C.struct_ibv_cq)(cq),
 		fd:    -1,
 		depth: depth,
 		mem:   mem,
-		wcs:   all[:n:n],
-		stash: &all[n],
+		wcs:   unsafe.Slice((*cWC)(mem), n),
 	}, nil
 }
 
 // Poll implements verbsio.CQImpl: one ibv_poll_cq into the C scratch per
 // min(len(wcs), 4096) entries, then a conversion into wcs. It does not
-// allocate. A completion Wait took out of the CQ comes first.
+// allocate. Completions already taken out of the CQ (by Wait, or by a
+// post that polled in its crossing) come first, without a crossing; only
+// when they do not fill wcs does Poll ask the CQ for more.
 func (q *hwCQ) Poll(wcs []verbsio.WC) (int, error) {
 	if q.cq == nil {
 		return 0, errPollClosed
 	}
 	n := 0
-	if q.stashed && len(wcs) > 0 {
-		convertWCs(wcs[:1], unsafe.Slice(q.stash, 1))
-		q.stashed = false
-		n = 1
+	if q.head < q.tail {
+		n = min(q.tail-q.head, len(wcs))
+		convertWCs(wcs[:n], q.wcs[q.head:q.head+n])
+		q.head += n
+		if q.head < q.tail {
+			return n, nil
+		}
+		q.head, q.tail = 0, 0
 	}
 	for n < len(wcs) {
 		want := min(len(wcs)-n, len(q.wcs))
@@ -130,20 +136,21 @@ func (q *hwCQ) Wait(timeout time.Duration) error {
 	if q.cq == nil {
 		return errPollClosed
 	}
-	if q.stashed {
+	if q.head < q.tail {
 		return nil
 	}
+	q.head, q.tail = 0, 0
 	deadline := time.Now().Add(timeout)
 	for {
 		if ret := C.rperf_req_notify_cq(q.cq, 0); ret != 0 {
 			return verbsio.Errorf("req_notify_cq", unix.Errno(abs(int(ret))), "arm the CQ")
 		}
-		got := int(C.rperf_poll_cq(q.cq, 1, (*C.struct_ibv_wc)(unsafe.Pointer(q.stash))))
+		got := int(C.rperf_poll_cq(q.cq, 1, (*C.struct_ibv_wc)(q.mem)))
 		if got < 0 {
 			return pollErrs.errno(int(unix.EIO))
 		}
 		if got == 1 {
-			q.stashed = true
+			q.tail = 1
 			return nil
 		}
 		left := time.Until(deadline)
@@ -222,6 +229,6 @@ func (q *hwCQ) release() {
 	q.cq = nil
 	if q.mem != nil {
 		C.free(q.mem)
-		q.mem, q.wcs, q.stash, q.stashed = nil, nil, nil, false
+		q.mem, q.wcs, q.head, q.tail = nil, nil, 0, 0
 	}
 }

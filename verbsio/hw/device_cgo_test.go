@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -371,5 +372,139 @@ func TestDeviceRCTraffic(t *testing.T) {
 	}
 	if _, err := a.PostSend(batch); !errors.Is(err, unix.EBADF) {
 		t.Errorf("PostSend after Close = %v, want EBADF", err)
+	}
+}
+
+// TestDeviceInlineOnlyForSendAndWrite checks on the device what
+// fakeverbs' execute mode models: inline data is for SEND and RDMA WRITE.
+// On an RDMA READ or an atomic the request either is refused at post
+// (EINVAL) or completes with an error and flushes what follows; rxe
+// accepts the post and fails the completion with LOC_PROT_ERR (seen on
+// rxe0 in the VM: READ, FETCH_AND_ADD and CMP_AND_SWAP alike, signaled
+// or not, and the QP goes to ERR).
+func TestDeviceInlineOnlyForSendAndWrite(t *testing.T) {
+	all := verbsio.AccessLocalWrite | verbsio.AccessRemoteWrite | verbsio.AccessRemoteRead | verbsio.AccessRemoteAtomic
+	for _, op := range []verbsio.Opcode{verbsio.OpRDMAWrite, verbsio.OpRDMARead, verbsio.OpAtomicFetchAdd, verbsio.OpAtomicCmpSwp} {
+		t.Run(op.String(), func(t *testing.T) {
+			ctx, port := testDevice(t)
+			pd, err := ctx.AllocPD()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cq, err := ctx.CreateCQ(16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := rcPair(t, ctx, pd, cq, port)
+			for _, q := range []*verbsio.QP{a, b} {
+				if err := q.Modify(&verbsio.QPAttr{AccessFlags: all}, verbsio.QPAttrAccessFlags); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if a.Cap().MaxInlineData < 8 {
+				t.Skipf("the device granted %d bytes of inline data", a.Cap().MaxInlineData)
+			}
+			buf, err := ctx.Alloc(16 << 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mr, err := pd.RegMR(buf, all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			remote := verbsio.RemoteAddr{Addr: mr.Addr() + 8192, RKey: mr.RKey()}
+			wrs := []verbsio.SendWR{
+				{ID: 1, Opcode: op, Flags: verbsio.SendSignaled | verbsio.SendInline, SGL: []verbsio.SGE{mr.SGE(0, 8)},
+					Remote: remote, Atomic: verbsio.AtomicArgs{CompareAdd: 1}},
+				{ID: 2, Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{mr.SGE(0, 8)}, Remote: remote},
+			}
+			n, err := a.PostSend(wrs)
+			if op != verbsio.OpRDMAWrite && n == 0 && errors.Is(err, unix.EINVAL) {
+				t.Logf("refused at post: %v", err)
+				return
+			}
+			if n != 2 || err != nil {
+				t.Fatalf("PostSend = %d, %v", n, err)
+			}
+			wcs := pollAll(t, cq, 2)
+			if op == verbsio.OpRDMAWrite {
+				if wcs[0].Status != verbsio.StatusSuccess || wcs[1].Status != verbsio.StatusSuccess {
+					t.Errorf("inline RDMA WRITE completions %s, %s; want SUCCESS", wcs[0].Status, wcs[1].Status)
+				}
+				return
+			}
+			t.Logf("%s with inline data completed with %s, then %s", op, wcs[0].Status, wcs[1].Status)
+			if wcs[0].ID != 1 || wcs[0].Status == verbsio.StatusSuccess || wcs[1].Status != verbsio.StatusWRFlushErr {
+				t.Errorf("completions %d %s, %d %s; want an error, then WR_FLUSH_ERR", wcs[0].ID, wcs[0].Status, wcs[1].ID, wcs[1].Status)
+			}
+			if strings.HasPrefix(ctx.Device.Name, "rxe") && wcs[0].Status != verbsio.StatusLocProtErr {
+				t.Errorf("rxe completed it with %s; fakeverbs models LOC_PROT_ERR", wcs[0].Status)
+			}
+		})
+	}
+}
+
+// pollAll polls cq until n completions arrived, whatever their status.
+func pollAll(t *testing.T, cq *verbsio.CQ, n int) []verbsio.WC {
+	t.Helper()
+	wcs := make([]verbsio.WC, n)
+	got := 0
+	deadline := time.Now().Add(5 * time.Second)
+	for got < n {
+		k, err := cq.Poll(wcs[got:])
+		if err != nil {
+			t.Fatalf("Poll: %v", err)
+		}
+		got += k
+		if got < n {
+			if err := cq.Wait(time.Until(deadline)); err != nil {
+				t.Fatalf("Wait with %d of %d completions: %v", got, n, err)
+			}
+		}
+	}
+	return wcs
+}
+
+// TestDevicePostTakesCompletion checks where a signaled RDMA WRITE's
+// completion is taken: rxe completes a request inside ibv_post_send, so
+// the post's own crossing takes it (postPoll) and Poll returns it
+// without crossing again; on a NIC it comes later, through Poll.
+func TestDevicePostTakesCompletion(t *testing.T) {
+	ctx, port := testDevice(t)
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := ctx.CreateCQ(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := rcPair(t, ctx, pd, cq, port)
+	buf, err := ctx.Alloc(16 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, err := pd.RegMR(buf, verbsio.AccessLocalWrite|verbsio.AccessRemoteWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wr := []verbsio.SendWR{{ID: 7, Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{mr.SGE(0, 8)},
+		Remote: verbsio.RemoteAddr{Addr: mr.Addr() + 8192, RKey: mr.RKey()}}}
+	taken := 0
+	const posts = 20
+	for range posts {
+		if _, err := a.PostSend(wr); err != nil {
+			t.Fatal(err)
+		}
+		if h := cq.Impl().(*hwCQ); h.tail > h.head {
+			taken++
+		}
+		if wcs := pollAll(t, cq, 1); wcs[0].ID != 7 || wcs[0].Status != verbsio.StatusSuccess {
+			t.Fatalf("completion %+v", wcs[0])
+		}
+	}
+	t.Logf("%s: %d of %d completions taken by the post", ctx.Device.Name, taken, posts)
+	if strings.HasPrefix(ctx.Device.Name, "rxe") && taken < posts/2 {
+		t.Errorf("rxe completes while posting, yet the post took %d of %d completions", taken, posts)
 	}
 }

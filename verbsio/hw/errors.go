@@ -97,12 +97,12 @@ var (
 // one call and returns 0, or the index of the request it refused in the
 // high 32 bits and the errno in the low ones, which errs names. full is the
 // error when pack takes nothing. It returns how many requests were posted.
-func postChunks[W any](wrs []W, pack func([]W) (int, error), post func() uint64, errs *opErrors, full error) (int, error) {
+func postChunks[W any](wrs []W, pack func([]W) (int, error), post func(n int) uint64, errs *opErrors, full error) (int, error) {
 	done := 0
 	for done < len(wrs) {
 		n, perr := pack(wrs[done:])
 		if n > 0 {
-			if r := post(); r != 0 {
+			if r := post(n); r != 0 {
 				return done + min(int(r>>32), n), errs.errno(int(uint32(r)))
 			}
 			done += n

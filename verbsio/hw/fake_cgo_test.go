@@ -298,8 +298,20 @@ func TestFakeFastPathDoesNotAllocate(t *testing.T) {
 		recv[i] = verbsio.RecvWR{ID: uint64(i), SGL: []verbsio.SGE{{Addr: 1, Length: 2, LKey: 3}}}
 	}
 	wcs := make([]verbsio.WC, 32)
+	// A QP whose post polls its send CQ, against a fake that completes
+	// as it is posted.
+	fe := newFake(t)
+	fe.SetExecute(true)
+	qe := fakeQP(t, fe, verbsio.QPTypeRC, verbsio.QPCap{MaxSendWR: 64, MaxSendSGE: 1})
+	qe.scq = fakeCQ(t, fe, 64)
+	one := []verbsio.SendWR{{ID: 1, Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{{Addr: 1, Length: 2, LKey: 3}}}}
 	for name, fn := range map[string]func(){
 		"PostSend": func() { f.Reset(); q.PostSend(send) },
+		"PostSend polling and Poll": func() {
+			fe.Reset()
+			qe.PostSend(one)
+			qe.scq.Poll(wcs[:1])
+		},
 		"PostRecv": func() { f.Reset(); q.PostRecv(recv) },
 		"Poll":     func() { cq.Poll(wcs) },
 		"PostSend refused": func() {
@@ -312,6 +324,112 @@ func TestFakeFastPathDoesNotAllocate(t *testing.T) {
 		if a := testing.AllocsPerRun(1000, fn); a != 0 {
 			t.Errorf("%s: %v allocations per batch, want 0", name, a)
 		}
+	}
+}
+
+// TestFakeExecuteInline runs the fake as rxe completes: inline data is
+// for SEND and RDMA WRITE only; on an RDMA READ or an atomic the post is
+// accepted and the completion fails with LOC_PROT_ERR, flushing what
+// follows (what TestDeviceInlineOnlyForSendAndWrite sees on rxe0).
+func TestFakeExecuteInline(t *testing.T) {
+	tests := []struct {
+		op   verbsio.Opcode
+		want []verbsio.Status // the inline request's completion, then the next one's
+	}{
+		{verbsio.OpSend, []verbsio.Status{verbsio.StatusSuccess, verbsio.StatusSuccess}},
+		{verbsio.OpRDMAWrite, []verbsio.Status{verbsio.StatusSuccess, verbsio.StatusSuccess}},
+		{verbsio.OpRDMAWriteImm, []verbsio.Status{verbsio.StatusSuccess, verbsio.StatusSuccess}},
+		{verbsio.OpRDMARead, []verbsio.Status{verbsio.StatusLocProtErr, verbsio.StatusWRFlushErr}},
+		{verbsio.OpAtomicFetchAdd, []verbsio.Status{verbsio.StatusLocProtErr, verbsio.StatusWRFlushErr}},
+		{verbsio.OpAtomicCmpSwp, []verbsio.Status{verbsio.StatusLocProtErr, verbsio.StatusWRFlushErr}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.op.String(), func(t *testing.T) {
+			f := newFake(t)
+			f.SetExecute(true)
+			q := fakeQP(t, f, verbsio.QPTypeRC, verbsio.QPCap{MaxSendWR: 16, MaxSendSGE: 1, MaxInlineData: 16})
+			cq := fakeCQ(t, f, 16)
+			wrs := []verbsio.SendWR{
+				{ID: 1, Opcode: tt.op, Flags: verbsio.SendSignaled | verbsio.SendInline, SGL: []verbsio.SGE{{Addr: 0x1000, Length: 8, LKey: 1}}},
+				{ID: 2, Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{{Addr: 0x1000, Length: 8, LKey: 1}}},
+			}
+			if n, err := q.PostSend(wrs); n != 2 || err != nil {
+				t.Fatalf("PostSend = %d, %v; the post is accepted, the completion fails", n, err)
+			}
+			wcs := make([]verbsio.WC, 4)
+			n, err := cq.Poll(wcs)
+			if err != nil || n != 2 {
+				t.Fatalf("Poll = %d, %v; want 2 completions", n, err)
+			}
+			for i, want := range tt.want {
+				if wcs[i].ID != uint64(i+1) || wcs[i].Status != want {
+					t.Errorf("completion %d: ID %d %s, want ID %d %s", i, wcs[i].ID, wcs[i].Status, i+1, want)
+				}
+			}
+			if failed := tt.want[0] != verbsio.StatusSuccess; f.QPFailed() != failed {
+				t.Errorf("QP failed = %v, want %v", f.QPFailed(), failed)
+			}
+		})
+	}
+}
+
+// TestFakePostPolls checks that a signaled post takes the completions a
+// device has ready in its own crossing, that Poll returns them first and
+// in order without crossing again, and that the post stops polling a CQ
+// where it finds nothing.
+func TestFakePostPolls(t *testing.T) {
+	f := newFake(t)
+	f.SetExecute(true)
+	q := fakeQP(t, f, verbsio.QPTypeRC, verbsio.QPCap{MaxSendWR: 64, MaxSendSGE: 1})
+	cq := fakeCQ(t, f, 64)
+	q.scq = cq
+	write := func(id uint64, fl verbsio.SendFlags) verbsio.SendWR {
+		return verbsio.SendWR{ID: id, Opcode: verbsio.OpRDMAWrite, Flags: fl, SGL: []verbsio.SGE{{Addr: 0x1000, Length: 8, LKey: 1}}}
+	}
+	// An earlier completion (a Wait's) stays first.
+	f.PushWC(fakeverbs.WC{ID: 100, Opcode: 1})
+	if err := cq.Wait(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := q.PostSend([]verbsio.SendWR{write(1, 0), write(2, verbsio.SendSignaled)}); n != 2 || err != nil {
+		t.Fatalf("PostSend = %d, %v", n, err)
+	}
+	if n, err := q.PostSend([]verbsio.SendWR{write(3, verbsio.SendSignaled)}); n != 1 || err != nil {
+		t.Fatalf("PostSend = %d, %v", n, err)
+	}
+	calls := f.PollCalls()
+	var got []uint64
+	wcs := make([]verbsio.WC, 1)
+	for range 3 {
+		n, err := cq.Poll(wcs)
+		if n != 1 || err != nil {
+			t.Fatalf("Poll = %d, %v", n, err)
+		}
+		got = append(got, wcs[0].ID)
+	}
+	if d := cmp.Diff([]uint64{100, 2, 3}, got); d != "" {
+		t.Errorf("completion IDs (-want +got):\n%s", d)
+	}
+	if f.PollCalls() != calls {
+		t.Errorf("Poll crossed %d times for completions the posts had taken, want 0", f.PollCalls()-calls)
+	}
+	if n, _ := cq.Poll(wcs); n != 0 {
+		t.Errorf("Poll after the taken completions = %d, want 0", n)
+	}
+
+	// A device that completes later: the posts stop polling after a window.
+	f.SetExecute(false)
+	f.Reset()
+	calls = f.PollCalls()
+	posts := postPollWindow + postPollPause
+	for i := range posts {
+		if _, err := q.PostSend([]verbsio.SendWR{write(uint64(i), verbsio.SendSignaled)}); err != nil {
+			t.Fatal(err)
+		}
+		f.Reset()
+	}
+	if polls := f.PollCalls() - calls; polls > postPollWindow {
+		t.Errorf("%d signaled posts on a CQ that never had a completion polled %d times, want at most %d", posts, polls, postPollWindow)
 	}
 }
 

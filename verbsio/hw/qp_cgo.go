@@ -30,6 +30,10 @@ type hwQP struct {
 	typ verbsio.QPType
 	cap verbsio.QPCap
 	qpn uint32
+	scq *hwCQ // the send CQ, which a signaled post may poll (postPoll)
+	// sigAll: the QP signals every request (sq_sig_all).
+	sigAll bool
+	poll   postPoll
 
 	sendMem unsafe.Pointer // C: ring of struct ibv_send_wr, then its SGEs
 	recvMem unsafe.Pointer // C: ring of struct ibv_recv_wr, then its SGEs
@@ -114,6 +118,7 @@ func (p *hwPD) CreateQP(attr verbsio.QPInitAttr) (verbsio.QPImpl, error) {
 		C.ibv_destroy_qp(cqp)
 		return nil, err
 	}
+	q.scq, q.sigAll = scq, attr.SQSigAll
 	p.c.qps[q] = struct{}{}
 	return q, nil
 }
@@ -176,14 +181,39 @@ var (
 
 // PostSend implements verbsio.QPImpl: the batch is packed into the C ring
 // and posted with one call to ibv_post_send, one crossing per 4096
-// requests. It does not allocate.
+// requests. When the last request of a crossing is signaled, the same
+// crossing may also poll the send CQ (see postPoll); what it finds stays
+// in the CQ's scratch for the next Poll, so completions come out of Poll
+// as before, in order. It does not allocate.
 func (q *hwQP) PostSend(wrs []verbsio.SendWR) (int, error) {
 	if q.qp == nil {
 		return 0, errSendClosed
 	}
-	return postChunks(wrs, q.send.pack, func() uint64 {
-		return uint64(C.rperf_post_send(q.qp, (*C.struct_ibv_send_wr)(q.sendMem)))
-	}, postSendErrs, errSendNoQueue)
+	return postChunks(wrs, q.send.pack, q.postSendChain, postSendErrs, errSendNoQueue)
+}
+
+// postSendChain posts the n requests packed in the ring, polling the send
+// CQ in the same crossing when postPoll says so and the CQ's scratch has
+// room after the completions it holds.
+func (q *hwQP) postSendChain(n int) uint64 {
+	first := (*C.struct_ibv_send_wr)(q.sendMem)
+	cq := q.scq
+	if cq != nil && cq.cq != nil && cq.tail < len(cq.wcs) &&
+		q.poll.want(q.sigAll || verbsio.SendFlags(q.send.wrs[n-1].flags)&verbsio.SendSignaled != 0) {
+		if cq.head == cq.tail {
+			cq.head, cq.tail = 0, 0
+		}
+		k := min(len(cq.wcs)-cq.tail, postPollMax)
+		r := uint64(C.rperf_post_send_poll(q.qp, first, cq.cq, C.int(k), (*C.struct_ibv_wc)(unsafe.Pointer(&cq.wcs[cq.tail]))))
+		if uint32(r) != 0 {
+			return r
+		}
+		got := int(r >> 32)
+		cq.tail += got
+		q.poll.record(got)
+		return 0
+	}
+	return uint64(C.rperf_post_send(q.qp, first))
 }
 
 // PostRecv implements verbsio.QPImpl like PostSend, with ibv_post_recv.
@@ -191,7 +221,7 @@ func (q *hwQP) PostRecv(wrs []verbsio.RecvWR) (int, error) {
 	if q.qp == nil {
 		return 0, errRecvClosed
 	}
-	return postChunks(wrs, q.recv.pack, func() uint64 {
+	return postChunks(wrs, q.recv.pack, func(int) uint64 {
 		return uint64(C.rperf_post_recv(q.qp, (*C.struct_ibv_recv_wr)(q.recvMem)))
 	}, postRecvErrs, errRecvNoQueue)
 }

@@ -26,6 +26,17 @@ uint64_t rperf_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr)
 	return post_result(ret, bad, wr, sizeof(*wr));
 }
 
+uint64_t rperf_post_send_poll(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct ibv_send_wr *bad = NULL;
+	int ret = ibv_post_send(qp, wr, &bad);
+
+	if (ret != 0)
+		return post_result(ret, bad, wr, sizeof(*wr));
+	ret = ibv_poll_cq(cq, n, wc);
+	return ret > 0 ? (uint64_t)ret << 32 : 0;
+}
+
 uint64_t rperf_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr)
 {
 	struct ibv_recv_wr *bad = NULL;

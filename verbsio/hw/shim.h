@@ -19,6 +19,15 @@ uint64_t rperf_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr);
 uint64_t rperf_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr);
 uint64_t rperf_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr);
 
+// rperf_post_send_poll is rperf_post_send followed, when the whole chain
+// was accepted, by one ibv_poll_cq of up to n completions of cq into wc:
+// a device that completes work while it is posted (rxe, siw) has them
+// ready, and taking them in the same crossing saves one. On success it
+// returns their number shifted left by 32 (the low 32 bits zero); on
+// failure what rperf_post_send returns, and polls nothing. A failed poll
+// counts as none: the next rperf_poll_cq reports it.
+uint64_t rperf_post_send_poll(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_cq *cq, int n, struct ibv_wc *wc);
+
 // rperf_poll_cq polls up to n completions into wc; it returns their number
 // or a negative value on error.
 int rperf_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);

@@ -79,7 +79,7 @@ func (s *hwSRQ) PostRecv(wrs []verbsio.RecvWR) (int, error) {
 	if s.srq == nil {
 		return 0, errSRQClosed
 	}
-	return postChunks(wrs, s.rq.pack, func() uint64 {
+	return postChunks(wrs, s.rq.pack, func(int) uint64 {
 		return uint64(C.rperf_post_srq_recv(s.srq, (*C.struct_ibv_recv_wr)(s.mem)))
 	}, postSRQRecvErrs, errRecvNoQueue)
 }

@@ -11,6 +11,66 @@ static struct fake *fake_of(struct ibv_context *ctx)
 	return (struct fake *)ctx;
 }
 
+/* fake_complete queues a completion for wr as rdma_rxe reports it. */
+static void fake_complete(struct fake *f, struct ibv_qp *qp, struct ibv_send_wr *wr, enum ibv_wc_status status)
+{
+	struct ibv_wc *wc;
+	uint32_t len = 0;
+	int i;
+
+	if (f->wcpos > 0 && f->nwc == FAKE_MAX) {
+		memmove(f->wc, f->wc + f->wcpos, (f->nwc - f->wcpos) * sizeof(f->wc[0]));
+		f->nwc -= f->wcpos;
+		f->wcpos = 0;
+	}
+	if (f->nwc == FAKE_MAX)
+		return; /* a CQ overrun: the completion is lost */
+	wc = &f->wc[f->nwc++];
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = wr->wr_id;
+	wc->status = status;
+	wc->qp_num = qp->qp_num;
+	if (status != IBV_WC_SUCCESS)
+		return; /* rxe leaves the opcode of an error completion 0 */
+	for (i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	wc->byte_len = len;
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		wc->opcode = IBV_WC_RDMA_WRITE;
+		break;
+	case IBV_WR_RDMA_READ:
+		wc->opcode = IBV_WC_RDMA_READ;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		wc->opcode = IBV_WC_COMP_SWAP;
+		break;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		wc->opcode = IBV_WC_FETCH_ADD;
+		break;
+	default:
+		wc->opcode = IBV_WC_SEND;
+	}
+}
+
+/* fake_execute completes an accepted request in execute mode. */
+static void fake_execute(struct fake *f, struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	int one_sided_in = wr->opcode == IBV_WR_RDMA_READ || wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+			   wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+
+	if (f->qp_err) {
+		fake_complete(f, qp, wr, IBV_WC_WR_FLUSH_ERR);
+	} else if (one_sided_in && (wr->send_flags & IBV_SEND_INLINE)) {
+		/* The responder's data has no local buffer to land in. */
+		fake_complete(f, qp, wr, IBV_WC_LOC_PROT_ERR);
+		f->qp_err = 1;
+	} else if (wr->send_flags & IBV_SEND_SIGNALED) {
+		fake_complete(f, qp, wr, IBV_WC_SUCCESS);
+	}
+}
+
 static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct fake *f = fake_of(qp->context);
@@ -34,6 +94,8 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 		s->num_sge = wr->num_sge;
 		for (j = 0; j < wr->num_sge && j < FAKE_SGE; j++)
 			s->sge[j] = wr->sg_list[j];
+		if (f->execute)
+			fake_execute(f, qp, wr);
 		if (qp->qp_type == IBV_QPT_UD) {
 			s->ah = (uintptr_t)wr->wr.ud.ah;
 			s->remote_qpn = wr->wr.ud.remote_qpn;

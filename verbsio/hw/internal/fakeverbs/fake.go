@@ -173,6 +173,23 @@ func (f *Fake) PushWC(w WC) {
 	f.f.nwc++
 }
 
+// SetExecute makes post_send complete each request it accepts at once,
+// as rdma_rxe does: SUCCESS for a signaled request; LOC_PROT_ERR for
+// inline data on an RDMA READ or an atomic (rxe accepts the post and
+// fails the completion, signaled or not, then moves the QP to ERR, as
+// the ibverbs device test TestDeviceInlineOnlyForSendAndWrite checks on
+// a real rxe0), and WR_FLUSH_ERR for every request after that. Off,
+// post_send only records.
+func (f *Fake) SetExecute(on bool) {
+	f.f.execute, f.f.qp_err = 0, 0
+	if on {
+		f.f.execute = 1
+	}
+}
+
+// QPFailed reports whether execute mode moved the QP to the error state.
+func (f *Fake) QPFailed() bool { return f.f.qp_err != 0 }
+
 // Pending is the number of queued completions not yet polled.
 func (f *Fake) Pending() int { return int(f.f.nwc - f.f.wcpos) }
 

@@ -74,6 +74,15 @@ struct fake {
 	int poll_err;
 	int notify_calls;
 
+	// execute: post_send completes each accepted request at once, as
+	// rdma_rxe does (its requester, responder and completer run inside
+	// the post): a signaled request completes with SUCCESS; inline data
+	// on an RDMA READ or an atomic completes with LOC_PROT_ERR (signaled
+	// or not) and moves the QP to the error state, after which every
+	// request completes with WR_FLUSH_ERR. qp_err is that state.
+	int execute;
+	int qp_err;
+
 	// The control path (struct rperf_verbs): what the device reports and
 	// what it grants, modelled on rdma_rxe.
 	struct rperf_verbs verbs;
