@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/rperf/rperf/internal/clock"
 	"github.com/rperf/rperf/verbsio"
 )
 
@@ -132,6 +133,30 @@ func TestWaiterBacksOff(t *testing.T) {
 	// after 2 ms, each check (every CheckEvery spins) naps >= 20 us.
 	if max := int(300*time.Millisecond/BackoffNap) * CheckEvery; w.spins > max {
 		t.Errorf("%d spins in 300ms: no back-off (at most %d expected)", w.spins, max)
+	}
+}
+
+// TestWaiterDoesNotAllocate runs the Waiter's paths in a measurement loop,
+// the yield and a backed-off wait's nap included, under AllocsPerRun.
+func TestWaiterDoesNotAllocate(t *testing.T) {
+	s := &Session{Spec: Spec{Type: verbsio.QPTypeUC, Link: Link{StallTimeout: time.Minute}}}
+	w := s.NewWaiter(context.Background(), "x", false)
+	w.Begin()
+	w.since = clock.Now() - int64(BackoffAfter) // backed off: every check naps
+	w.yield = clock.Now() - int64(YieldEvery)   // the next clock look yields
+	for _, c := range []struct {
+		name string
+		runs int
+		fn   func()
+	}{
+		{"Tick", 2 * CheckEvery, func() { _ = w.Tick() }},
+		{"Spin", 2 * CheckEvery, func() { _ = w.Spin() }},
+		{"Check", 100, func() { _ = w.Check() }},
+	} {
+		name := c.name
+		if a := testing.AllocsPerRun(c.runs, c.fn); a != 0 {
+			t.Errorf("%s: %v allocations per call", name, a)
+		}
 	}
 }
 

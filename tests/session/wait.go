@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -25,6 +26,13 @@ const (
 	BackoffAfter = 2 * time.Millisecond
 	// BackoffNap is the nap of a backed-off wait (see nap).
 	BackoffNap = 20 * time.Microsecond
+	// YieldEvery is how often a busy loop yields to the Go scheduler
+	// (runtime.Gosched). The runtime preempts a goroutine that ran 10 ms
+	// without rescheduling; when that lands in a cgo call (most of an
+	// ibverbs loop's time) the P is taken from under the call, the
+	// goroutine moves to another thread, and sysmon polls every 20 us for
+	// a while. Yielding first, on the same thread, avoids all three.
+	YieldEvery = 5 * time.Millisecond
 	// ProbeAfter is how long a wait lasts before, on RC, a zero-length
 	// RDMA WRITE probes whether the peer is still there; ProbeEvery spaces
 	// the probes that follow.
@@ -48,6 +56,7 @@ type Waiter struct {
 	spins int
 	ticks int
 	since int64 // clock at the wait's first check; 0: not yet
+	yield int64 // clock at the last yield
 	// Index is the iteration or message the loop waits for; it appears in
 	// errors.
 	Index int64
@@ -76,6 +85,9 @@ func (w *Waiter) Begin() {
 // context, so an interrupt ends the loop promptly.
 func (w *Waiter) Tick() error {
 	w.ticks++
+	if w.ticks&(yieldCheckEvery-1) == 0 {
+		w.maybeYield(clock.Now())
+	}
 	if w.ticks&(CheckEvery-1) != 0 {
 		return nil
 	}
@@ -106,6 +118,7 @@ func (w *Waiter) Check() error {
 	default:
 	}
 	now := clock.Now()
+	w.maybeYield(now)
 	if w.since == 0 {
 		w.since = now
 		return nil
@@ -141,6 +154,18 @@ func (w *Waiter) Check() error {
 func nap(d time.Duration) {
 	ts := unix.NsecToTimespec(int64(d))
 	_ = unix.Nanosleep(&ts, nil)
+}
+
+// yieldCheckEvery is how many Ticks pass between two looks at the clock
+// for YieldEvery (a power of two).
+const yieldCheckEvery = 64
+
+// maybeYield yields if YieldEvery has passed since the last yield.
+func (w *Waiter) maybeYield(now int64) {
+	if now-w.yield >= int64(YieldEvery) {
+		w.yield = now
+		runtime.Gosched()
+	}
 }
 
 func (w *Waiter) describe() string {
