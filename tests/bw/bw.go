@@ -382,7 +382,7 @@ func (r *runner) runOnce(ctx context.Context, size int, iters int64, measure boo
 		var st sendStats
 		st, err = r.snd.run(ctx, runParams{
 			size: size, iters: iters, txDepth: cfg.txDepth(), cqMod: cfg.CQModFor(size), postList: cfg.PostList,
-			inline: size <= s.QPs[0].Cap().MaxInlineData && cfg.Path != sendpath.DM, stamps: peak, ph: ph, last: r.cfg.Test == Send,
+			inline: cfg.SendsInline(size), stamps: peak, ph: ph, last: r.cfg.Test == Send,
 		}, r.rcv)
 		if err == nil && measure {
 			m.res, err = r.senderResult(size, iters, st, peak)

@@ -176,6 +176,16 @@ func (c *Config) InlineSize() int {
 	return c.Path.InlineSize(c.Inline, c.MaxSize())
 }
 
+// SendsInline reports whether messages of size go inline: as perftest,
+// when the size is at most the inline size the test asked for
+// (InlineSize), not what the device granted (rxe rounds a request of 0 up
+// to 16 bytes and more), and so never for READs and atomics: inline data
+// on either has no local buffer for the response, and rxe fails it with
+// LOC_PROT_ERR.
+func (c *Config) SendsInline(size int) bool {
+	return size <= c.InlineSize()
+}
+
 // Spec is the session the test needs, for one QP; a family adjusts the
 // rest (Family.Shape).
 func (c *Config) Spec() Spec {
