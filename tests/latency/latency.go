@@ -53,7 +53,6 @@ import (
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/internal/datacheck"
 	"github.com/rperf/rperf/tests/oob"
-	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
@@ -318,7 +317,7 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 	if cfg.Connection == verbsio.QPTypeUD {
 		r.wr[0].UD = q.UD
 	}
-	if size <= q.Cap().MaxInlineData && cfg.Path != sendpath.DM { // device memory is never inlined
+	if cfg.SendsInline(size) {
 		r.wr[0].Flags |= verbsio.SendInline
 	}
 	waitPeer := s.NewWaiter(ctx, what, true)
