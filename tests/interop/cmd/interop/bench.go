@@ -1,0 +1,154 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rperf/rperf/tests/interop/internal/matrix"
+	"github.com/rperf/rperf/tests/interop/internal/vm"
+)
+
+// A bench metric: which column of which test's perftest-format result row,
+// and the goal for rperf's median over perftest's (issue 9 item 5).
+type metric struct {
+	name   string
+	test   string // rperf command
+	col    int    // 0-based column of the result row
+	goal   float64
+	higher bool // larger is better (bandwidth)
+}
+
+var metrics = []metric{
+	{"write-lat t_typical [usec]", "write-lat", 4, 1.10, false},
+	{"write-lat t_avg [usec]", "write-lat", 5, 0, false},
+	{"write-lat 99% [usec]", "write-lat", 7, 1.5, false},
+	{"write-bw BW average [MiB/s]", "write-bw", 3, 0.90, true},
+}
+
+// benchArgs are the flags of both programs in the bench.
+var benchArgs = map[string][]string{
+	"write-lat": {"-s", "2", "-n", "2000"},
+	"write-bw":  {"-s", "65536", "-n", "2000"},
+}
+
+// runBench runs perftest and rperf (ibverbs) alternately on rxe0 in the
+// VM, client and server both there, three times each, and prints each
+// metric's runs, medians and the ratio of the medians against its goal.
+func (c *config) runBench(ctx context.Context, env *matrix.Env, logf func(string, ...any)) (int, error) {
+	const reps = 3
+	vals := map[string]map[string][]float64{} // metric -> program -> values
+	for _, m := range metrics {
+		vals[m.name] = map[string][]float64{}
+	}
+	for rep := 1; rep <= reps; rep++ {
+		for _, test := range []string{"write-lat", "write-bw"} {
+			for _, prog := range []string{"perftest", "rperf"} {
+				var argv []string
+				if prog == "perftest" {
+					argv = append([]string{"/usr/bin/ib_" + strings.ReplaceAll(test, "-", "_"), "-d", "rxe0", "-F"}, benchArgs[test]...)
+				} else {
+					argv = append([]string{env.VMRperf, test, "-d", "rxe0", "--timeout", "60s"}, benchArgs[test]...)
+				}
+				base := fmt.Sprintf("bench/%d-%s-%s", rep, test, prog)
+				srv, cli, err := env.RunPair(ctx, env.VM, argv, base+".server.txt", env.VM, append(argv, vm.VMAddr), base+".client.txt", 5*time.Minute)
+				if err != nil || srv.Result().RC != 0 || cli.Result().RC != 0 {
+					return 1, fmt.Errorf("bench %s %s run %d failed (%v); see %s", prog, test, rep, err, base)
+				}
+				row, err := resultRow(filepath.Join(env.Results, base+".client.txt"))
+				if err != nil {
+					return 1, err
+				}
+				for _, m := range metrics {
+					if m.test == test && m.col < len(row) {
+						vals[m.name][prog] = append(vals[m.name][prog], row[m.col])
+					}
+				}
+				logf("bench %d %s %s: %v", rep, test, prog, row)
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "interop-bench: perftest %s vs rperf (ibverbs) on rxe0, both sides in the VM (%d vCPU, TCG), alternating, %d runs each\n", "6.06", c.smp, reps)
+	fmt.Fprintf(&b, "%-30s %-28s %-28s %8s  %s\n", "METRIC", "PERFTEST (runs; median)", "RPERF (runs; median)", "RATIO", "GOAL")
+	for _, m := range metrics {
+		p, r := vals[m.name]["perftest"], vals[m.name]["rperf"]
+		ratio := median(r) / median(p)
+		goal := "-"
+		if m.goal > 0 {
+			verdict := "met"
+			if m.higher && ratio < m.goal || !m.higher && ratio > m.goal {
+				verdict = "NOT met"
+			}
+			op := "<="
+			if m.higher {
+				op = ">="
+			}
+			goal = fmt.Sprintf("%s %.2fx: %s", op, m.goal, verdict)
+		}
+		fmt.Fprintf(&b, "%-30s %-28s %-28s %7.2fx  %s\n", m.name, runs(p), runs(r), ratio, goal)
+	}
+	os.WriteFile(filepath.Join(env.Results, "bench.txt"), []byte(b.String()), 0o644)
+	fmt.Print(b.String())
+	return 0, nil
+}
+
+// resultRow returns the numbers of the first result row after perftest's
+// "#bytes" header in a program's output (rperf prints perftest's table
+// first).
+func resultRow(path string) ([]float64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	header := false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && f[0] == "#bytes" {
+			header = true
+			continue
+		}
+		if !header || len(f) < 4 {
+			continue
+		}
+		var row []float64
+		for _, s := range f {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				break
+			}
+			row = append(row, v)
+		}
+		if len(row) >= 4 {
+			return row, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: no result row after a #bytes header", path)
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func runs(v []float64) string {
+	var parts []string
+	for _, x := range v {
+		parts = append(parts, strconv.FormatFloat(x, 'g', 4, 64))
+	}
+	return strings.Join(parts, " ") + "; " + strconv.FormatFloat(median(v), 'g', 4, 64)
+}
