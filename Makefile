@@ -110,3 +110,22 @@ calibrate: build
 
 clean:
 	rm -rf $(BIN) bench.txt
+
+# --- interop: rperf against real Linux Soft-RoCE and unmodified perftest ---
+# (tests/interop; not part of make test; as root; a qemu VM built from
+# Debian 12's packages, cached in /tmp/interop-build, results in
+# /tmp/interop-results/<time>)
+#   make interop                    the matrix, one table; exit 1 if a line failed
+#   make interop PERFTEST_SRC=dir   ... with upstream perftest (source tree or binaries) as an extra peer
+#   make interop-bench              perftest vs rperf (ibverbs) on rxe0, alternating, three runs each
+#   INTEROP_FLAGS="-run REGEXP"     a subset (-list shows the lines); -capture records perftest's exchanges
+PERFTEST_SRC  ?=
+INTEROP_FLAGS ?=
+
+.PHONY: interop interop-bench
+
+interop:
+	$(GO) run ./tests/interop/cmd/interop $(if $(PERFTEST_SRC),-perftest $(PERFTEST_SRC)) $(INTEROP_FLAGS)
+
+interop-bench:
+	$(GO) run ./tests/interop/cmd/interop -bench $(INTEROP_FLAGS)
