@@ -1,0 +1,131 @@
+//go:build linux
+
+package matrix
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var testPeers = []Peer{
+	{Name: "perftest 6.06", Kind: PerftestPeer, Dir: "/usr/bin"},
+	{Name: "perftest 6.29", Kind: PerftestPeer, Dir: "/opt/interop/perftest"},
+}
+
+// TestBuild checks the matrix's shape: numbered in order, every host case
+// against every perftest peer in both roles, the VM cases against rperf
+// once and against each perftest in both roles, every program with
+// defaults, and no line twice.
+func TestBuild(t *testing.T) {
+	ls := Build(testPeers)
+	seen := map[string]bool{}
+	count := map[string]int{}
+	for i, l := range ls {
+		if l.N != i+1 {
+			t.Fatalf("line %d numbered %d", i+1, l.N)
+		}
+		key := fmt.Sprintf("%v|%s|%s|%s|%v|%v", l.Setup, l.Peer.Name, l.Test, l.Flags+"|"+l.PeerFlags, l.RperfServer, l.Single)
+		if seen[key] {
+			t.Errorf("line %d repeats %s", l.N, key)
+		}
+		seen[key] = true
+		count[fmt.Sprintf("%v/%s/%v", l.Setup, l.Peer.Name, l.RperfServer)]++
+	}
+	hc := len(HostCases())
+	vc := len(VMCases())
+	for _, p := range testPeers {
+		for _, srv := range []bool{false, true} {
+			if got := count[fmt.Sprintf("%v/%s/%v", HostUDP, p.Name, srv)]; got != hc {
+				t.Errorf("host lines against %s, server=%v: %d, want %d", p.Name, srv, got, hc)
+			}
+			if got := count[fmt.Sprintf("%v/%s/%v", VMIbverbs, p.Name, srv)]; got != vc {
+				t.Errorf("vm lines against %s, server=%v: %d, want %d", p.Name, srv, got, vc)
+			}
+		}
+	}
+	if got, want := count[fmt.Sprintf("%v/rperf/false", VMIbverbs)], vc+len(VMRperfOnly()); got != want {
+		t.Errorf("vm rperf-to-rperf lines: %d, want %d", got, want)
+	}
+	want := len(testPeers)*2*hc + vc + len(testPeers)*2*vc + len(VMRperfOnly()) + len(SingleCases())
+	if len(ls) != want {
+		t.Errorf("%d lines, want %d", len(ls), want)
+	}
+	defaults := map[string]bool{}
+	for _, c := range HostCases() {
+		if c.Flags == iters(c.Test) {
+			defaults[c.Test] = true
+		}
+	}
+	for _, test := range allTests {
+		if !defaults[test] {
+			t.Errorf("no defaults case for %s", test)
+		}
+	}
+}
+
+// TestArgv checks the command lines of both sides of a host line in each
+// role, GID placeholders included.
+func TestArgv(t *testing.T) {
+	e := &Env{HostRperf: "/b/rperf", VMRperf: "/opt/interop/bin/rperf", RperfTimeout: 15 * time.Second,
+		GIDs: map[string]map[string]string{"host": {"gid4": "1", "gid6": "2"}, "vm": {"gid4": "3", "gid6": "4"}}}
+	l := Line{Case: Case{Test: "write-lat", Flags: "-x {gid6} -n 200"}, Setup: HostUDP, Peer: testPeers[0]}
+	tests := []struct {
+		server      bool
+		rperf, peer string
+	}{
+		{false, "/b/rperf write-lat -d udp_br0 -x 2 -n 200 --timeout 15s 10.77.0.1", "/usr/bin/ib_write_lat -d rxe0 -F -x 4 -n 200"},
+		{true, "/b/rperf write-lat -d udp_br0 -x 2 -n 200 --timeout 15s", "/usr/bin/ib_write_lat -d rxe0 -F -x 4 -n 200 10.77.0.9"},
+	}
+	for _, tt := range tests {
+		l.RperfServer = tt.server
+		if got := strings.Join(e.rperfArgv(l, l.Flags, !tt.server), " "); got != tt.rperf {
+			t.Errorf("server=%v rperf:\n got %s\nwant %s", tt.server, got, tt.rperf)
+		}
+		if got := strings.Join(e.perftestArgv(l, l.Flags, tt.server), " "); got != tt.peer {
+			t.Errorf("server=%v peer:\n got %s\nwant %s", tt.server, got, tt.peer)
+		}
+	}
+	vmLine := Line{Case: Case{Test: "paths", Flags: "-n 2000"}, Setup: VMIbverbs, Single: true}
+	if got, want := strings.Join(e.rperfArgv(vmLine, vmLine.Flags, true), " "), "/opt/interop/bin/rperf paths -d rxe0 -n 2000 --timeout 15s --loopback"; got != want {
+		t.Errorf("single:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestJudge checks the verdicts from exit codes and logs.
+func TestJudge(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		os.WriteFile(filepath.Join(dir, name), []byte("# host: rperf ...\n"+text), 0o644)
+		return name
+	}
+	e := &Env{Results: dir}
+	disagree := "rperf: peers disagree: client runs write-lat -s 64, server runs write-lat -s 128; start both with the same flags\n"
+	tests := []struct {
+		name     string
+		o        Outcome
+		pass     bool
+		inReason string
+	}{
+		{"both zero", Outcome{Line: Line{Peer: testPeers[0]}}, true, ""},
+		{"peer killed", Outcome{Line: Line{Peer: testPeers[0]}, PeerKilled: true}, false, "peer killed"},
+		{"rperf error", Outcome{Line: Line{Peer: testPeers[0]}, RperfRC: 1, RperfLog: write("a", "rperf: no progress from the peer\n")}, false, "no progress"},
+		{"perftest error", Outcome{Line: Line{Peer: testPeers[0]}, PeerRC: 1, PeerLog: write("b", " Couldn't read remote address\n")}, false, "Couldn't read"},
+		{"disagree with perftest: rperf ends with an error", Outcome{Line: Line{Case: Case{Expect: Disagree}, Peer: testPeers[0]}, RperfRC: 1, PeerKilled: true, RperfLog: write("c", "rperf: timed out\n")}, true, "timed out"},
+		{"disagree with perftest: rperf killed", Outcome{Line: Line{Case: Case{Expect: Disagree}, Peer: testPeers[0]}, RperfRC: 137, RperfKilled: true, RperfLog: write("d", "")}, false, "rperf killed"},
+		{"disagree between rperfs", Outcome{Line: Line{Case: Case{Expect: Disagree}, Peer: Peer{Name: "rperf", Kind: RperfPeer}}, RperfRC: 2, PeerRC: 2, RperfLog: write("e", disagree), PeerLog: write("f", disagree)}, true, "peers disagree"},
+		{"disagree between rperfs, one silent", Outcome{Line: Line{Case: Case{Expect: Disagree}, Peer: Peer{Name: "rperf", Kind: RperfPeer}}, RperfRC: 2, PeerRC: 1, RperfLog: write("g", disagree), PeerLog: write("h", "rperf: the peer closed\n")}, false, ""},
+		{"unsupported", Outcome{Line: Line{Case: Case{Expect: Unsupported}, Single: true}, RperfRC: 4, RperfLog: write("i", "rperf: dm-lat: rxe0 does not support the dm send path\n")}, true, "dm send path"},
+		{"unsupported but ran", Outcome{Line: Line{Case: Case{Expect: Unsupported}, Single: true}, RperfLog: write("j", "")}, false, ""},
+	}
+	for _, tt := range tests {
+		o := tt.o
+		e.judge(&o)
+		if o.Pass != tt.pass || !strings.Contains(o.Reason, tt.inReason) {
+			t.Errorf("%s: pass %v reason %q; want pass %v and a reason containing %q", tt.name, o.Pass, o.Reason, tt.pass, tt.inReason)
+		}
+	}
+}
