@@ -12,7 +12,7 @@ func TestListening(t *testing.T) {
 	const head = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
 	tests := []struct {
 		name, tcp, tcp6 string
-		want           bool
+		want            bool
 	}{
 		{"ipv4 listen", head + "   0: 00000000:4853 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1\n", "", true},
 		{"ipv6 listen", head, head + "   0: 00000000000000000000000000000000:4853 00000000000000000000000000000000:0000 0A 0 0 0 0 0 1\n", true},
