@@ -181,7 +181,7 @@ func (c *config) main(ctx context.Context) (int, error) {
 		return c.runBench(ctx, env, logf)
 	}
 
-	info := c.devinfo(ctx, env, b, logf)
+	info, infoOK := c.devinfo(ctx, env, b, logf)
 	env.GIDs, err = gidIndexes(ctx, env, b)
 	if err != nil {
 		return 2, err
@@ -191,6 +191,9 @@ func (c *config) main(ctx context.Context) (int, error) {
 	lines := c.select_(matrix.Build(peers))
 	var outs []matrix.Outcome
 	failed := 0
+	if !infoOK {
+		failed++
+	}
 	for i, l := range lines {
 		if ctx.Err() != nil {
 			break
@@ -206,8 +209,8 @@ func (c *config) main(ctx context.Context) (int, error) {
 	fmt.Fprintf(&table, "interop: rperf %s against %s; VM %s, %d vCPU, TCG\n", b.commit, peerNames(peers), v.Kernel, c.smp)
 	matrix.WriteTable(&table, outs)
 	fmt.Fprintf(&table, "%s\n", info)
-	fmt.Fprintf(&table, "%d lines: %d passed, %d failed; %d not run; wall time %s; results in %s\n",
-		len(outs), len(outs)-failed, failed, len(lines)-len(outs), time.Since(begin).Round(time.Second), c.results)
+	fmt.Fprintf(&table, "%d lines: %d passed, %d failed (devinfo included); %d not run; wall time %s; results in %s\n",
+		len(outs), len(outs)+1-failed, failed, len(lines)-len(outs), time.Since(begin).Round(time.Second), c.results)
 	os.WriteFile(filepath.Join(c.results, "table.txt"), []byte(table.String()), 0o644)
 	fmt.Print(table.String())
 	if failed > 0 || len(outs) < len(lines) {

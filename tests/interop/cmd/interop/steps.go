@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rperf/rperf/internal/testsupport/devinfotest"
 	"github.com/rperf/rperf/tests/interop/internal/matrix"
 	"github.com/rperf/rperf/tests/interop/internal/vm"
 )
@@ -39,15 +40,46 @@ func runOut(ctx context.Context, r vm.Runner, results string, argv []string, rel
 	return string(b), res, nil
 }
 
-// devinfoCheck, when set, compares the device descriptions the suite
-// captured in dir (see devinfo) and says where rdiag and ibv_devinfo
-// disagree; the table then has a PASS or FAIL line for it. It is the hook
-// for internal/testsupport/devinfotest's comparison.
-var devinfoCheck func(dir string) error
+// devinfoCheck compares the device descriptions the suite captured in dir
+// (see devinfo) and says where rdiag disagrees with ibv_devinfo and rdma;
+// the table's devinfo line then says PASS or FAIL. nil leaves the
+// comparison out.
+var devinfoCheck = compareDevinfo
+
+// compareDevinfo runs internal/testsupport/devinfotest's comparisons on
+// the captures, as its TestRXECapture does on the checked-in ones, and
+// lists every difference in dir/compare.txt.
+func compareDevinfo(dir string) error {
+	read := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(dir, name+".txt"))
+		return string(b)
+	}
+	var diffs []string
+	for _, c := range []struct {
+		name  string
+		diffs []devinfotest.Diff
+	}{
+		{"info -v", devinfotest.CompareDevinfo(read("ibv_devinfo-v"), read("rdiag-info-v"))},
+		{"info", devinfotest.CompareDevinfo(read("ibv_devinfo"), read("rdiag-info"))},
+		{"ports", devinfotest.ComparePorts(read("ibv_devinfo-v"), read("rdma-link"), read("rdiag-ports"))},
+		{"gids", devinfotest.CompareGIDs(read("ibv_devinfo-v"), read("rdiag-gids"))},
+		{"dev", devinfotest.CompareRdmaDev(read("rdma-dev"), read("rdiag-info-v"))},
+	} {
+		for _, d := range c.diffs {
+			diffs = append(diffs, c.name+": "+d.String())
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "compare.txt"), []byte(strings.Join(diffs, "\n")+"\n"), 0o644)
+	if len(diffs) > 0 {
+		return fmt.Errorf("%d differences (devinfo/compare.txt), the first: %s", len(diffs), diffs[0])
+	}
+	return nil
+}
 
 // devinfo captures rxe0 as libibverbs, iproute2 and rdiag describe it,
-// into devinfo/ in the results, and returns the table's line about it.
-func (c *config) devinfo(ctx context.Context, env *matrix.Env, b *built, logf func(string, ...any)) string {
+// into devinfo/ in the results, compares them, and returns the table's
+// line about it and whether it passed.
+func (c *config) devinfo(ctx context.Context, env *matrix.Env, b *built, logf func(string, ...any)) (string, bool) {
 	cmds := []struct {
 		name string
 		argv []string
@@ -55,6 +87,7 @@ func (c *config) devinfo(ctx context.Context, env *matrix.Env, b *built, logf fu
 		{"ibv_devinfo-v.txt", []string{"ibv_devinfo", "-v", "-d", "rxe0"}},
 		{"ibv_devinfo.txt", []string{"ibv_devinfo", "-d", "rxe0"}},
 		{"rdiag-info-v.txt", []string{"/opt/interop/bin/rdiag", "info", "-v", "rxe0"}},
+		{"rdiag-info.txt", []string{"/opt/interop/bin/rdiag", "info", "rxe0"}},
 		{"rdiag-ports.txt", []string{"/opt/interop/bin/rdiag", "ports"}},
 		{"rdiag-gids.txt", []string{"/opt/interop/bin/rdiag", "gids"}},
 		{"rdma-link.txt", []string{"rdma", "link"}},
@@ -67,18 +100,20 @@ func (c *config) devinfo(ctx context.Context, env *matrix.Env, b *built, logf fu
 		}
 	}
 	line := fmt.Sprintf("devinfo: %d descriptions of rxe0 in devinfo/", len(cmds))
-	if len(failed) > 0 {
-		line += fmt.Sprintf("; %d commands failed: %s", len(failed), strings.Join(failed, "; "))
+	ok := len(failed) == 0
+	if !ok {
+		line += fmt.Sprintf("; %d commands FAILED: %s", len(failed), strings.Join(failed, "; "))
 	}
 	if devinfoCheck == nil {
-		line += "; comparison not wired (devinfoCheck)"
+		line += "; no comparison"
 	} else if err := devinfoCheck(filepath.Join(c.results, "devinfo")); err != nil {
-		line += "; comparison FAIL: " + err.Error()
+		line += "; rdiag against ibv_devinfo and rdma: FAIL: " + err.Error()
+		ok = false
 	} else {
-		line += "; comparison PASS"
+		line += "; rdiag against ibv_devinfo and rdma: PASS"
 	}
 	logf("%s", line)
-	return line
+	return line, ok
 }
 
 // gidIndexes finds, on each side, the GID indexes of the IPv4-mapped
