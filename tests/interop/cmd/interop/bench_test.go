@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +45,34 @@ func TestResultRow(t *testing.T) {
 	}
 	if m := median([]float64{4, 1, 2, 3}); m != 2.5 {
 		t.Errorf("median = %v", m)
+	}
+}
+
+// TestCompareDevinfo runs the devinfo step's comparison on devinfotest's
+// checked-in rxe0 capture (which agrees), then on a copy where rdiag
+// lost a line (which must fail and name it).
+func TestCompareDevinfo(t *testing.T) {
+	src := "../../../../internal/testsupport/devinfotest/testdata/rxe0"
+	dir := t.TempDir()
+	for _, n := range []string{"ibv_devinfo-v", "ibv_devinfo", "rdiag-info-v", "rdiag-info", "rdiag-ports", "rdiag-gids", "rdma-link", "rdma-dev"} {
+		b, err := os.ReadFile(filepath.Join(src, n+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, n+".txt"), b, 0o644)
+	}
+	if err := compareDevinfo(dir); err != nil {
+		t.Fatalf("the checked-in capture: %v", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "rdiag-info-v.txt"))
+	var kept []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.Contains(l, "max_qp_wr:") {
+			kept = append(kept, l)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "rdiag-info-v.txt"), []byte(strings.Join(kept, "\n")), 0o644)
+	if err := compareDevinfo(dir); err == nil || !strings.Contains(err.Error(), "max_qp_wr") {
+		t.Errorf("without max_qp_wr: %v", err)
 	}
 }
