@@ -77,7 +77,7 @@ func (c *config) runBench(ctx context.Context, env *matrix.Env, logf func(string
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "interop-bench: perftest %s vs rperf (ibverbs) on rxe0, both sides in the VM (%d vCPU, TCG), alternating, %d runs each\n", "6.06", c.smp, reps)
-	fmt.Fprintf(&b, "%-30s %-28s %-28s %8s  %s\n", "METRIC", "PERFTEST (runs; median)", "RPERF (runs; median)", "RATIO", "GOAL")
+	fmt.Fprintf(&b, "%-28s %-40s %-40s %7s  %s\n", "METRIC", "PERFTEST (runs; median)", "RPERF (runs; median)", "RATIO", "GOAL")
 	for _, m := range metrics {
 		p, r := vals[m.name]["perftest"], vals[m.name]["rperf"]
 		ratio := median(r) / median(p)
@@ -93,7 +93,7 @@ func (c *config) runBench(ctx context.Context, env *matrix.Env, logf func(string
 			}
 			goal = fmt.Sprintf("%s %.2fx: %s", op, m.goal, verdict)
 		}
-		fmt.Fprintf(&b, "%-30s %-28s %-28s %7.2fx  %s\n", m.name, runs(p), runs(r), ratio, goal)
+		fmt.Fprintf(&b, "%-28s %-40s %-40s %6.2fx  %s\n", m.name, runs(p), runs(r), ratio, goal)
 	}
 	os.WriteFile(filepath.Join(env.Results, "bench.txt"), []byte(b.String()), 0o644)
 	fmt.Print(b.String())
