@@ -209,7 +209,7 @@ func (c *config) main(ctx context.Context) (int, error) {
 	fmt.Fprintf(&table, "interop: rperf %s against %s; VM %s, %d vCPU, TCG\n", b.commit, peerNames(peers), v.Kernel, c.smp)
 	matrix.WriteTable(&table, outs)
 	fmt.Fprintf(&table, "%s\n", info)
-	fmt.Fprintf(&table, "%d lines: %d passed, %d failed (devinfo included); %d not run; wall time %s; results in %s\n",
+	fmt.Fprintf(&table, "%d lines and devinfo: %d passed, %d failed; %d not run; wall time %s; results in %s\n",
 		len(outs), len(outs)+1-failed, failed, len(lines)-len(outs), time.Since(begin).Round(time.Second), c.results)
 	os.WriteFile(filepath.Join(c.results, "table.txt"), []byte(table.String()), 0o644)
 	fmt.Print(table.String())

@@ -62,10 +62,9 @@ type side struct {
 // Run runs one line and judges it.
 func (e *Env) Run(ctx context.Context, l Line) Outcome {
 	o := Outcome{Line: l, PeerRC: -1, RperfRC: -1}
-	limit := l.Limit
-	if limit == 0 {
-		limit = DefaultLimit
-	}
+	// A line may take what rperf itself may take: a passive server waits
+	// ten times its --timeout for the client's run.
+	limit := max(l.Limit, DefaultLimit, 10*e.RperfTimeout+30*time.Second)
 	base := fmt.Sprintf("lines/%03d-%s", l.N, l.Test)
 	rp := side{runner: e.Host, log: base + ".rperf.txt"}
 	if l.Setup == VMIbverbs {
@@ -103,11 +102,15 @@ func (e *Env) Run(ctx context.Context, l Line) Outcome {
 	sp, cp, err := e.RunPair(ctx, srv.runner, srv.argv, srv.log, cli.runner, cli.argv, cli.log, limit)
 	e.record(&o, l, sp, cp)
 	o.Wall = time.Since(begin)
-	if err != nil {
-		o.Reason = err.Error()
-		return o
-	}
 	e.judge(&o)
+	if err != nil {
+		// The pair never ran (a server that did not listen): a failure,
+		// with rperf's own words when it said why.
+		o.Pass = false
+		if !strings.HasPrefix(o.Reason, "rperf: ") {
+			o.Reason = err.Error()
+		}
+	}
 	return o
 }
 
