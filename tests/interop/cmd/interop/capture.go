@@ -45,7 +45,8 @@ func (c *config) captures(ctx context.Context, env *matrix.Env, link *vm.Link, p
 	for _, p := range peers {
 		version := strings.TrimPrefix(p.Name, "perftest ")
 		pcap := filepath.Join(dir, "sequence-"+version+".pcap")
-		stop, err := startTcpdump(link, pcap, filepath.Join(dir, "tcpdump-"+version+".log"))
+		filter := fmt.Sprintf("tcp and ((dst host %[1]s and dst port %[2]d) or (src host %[1]s and src port %[2]d))", vm.HostAddr, matrix.Port)
+		stop, err := startTcpdump(link, pcap, filepath.Join(dir, "tcpdump-"+version+".log"), filter, 0)
 		if err != nil {
 			return 2, err
 		}
@@ -87,15 +88,15 @@ func (c *config) captures(ctx context.Context, env *matrix.Env, link *vm.Link, p
 	return 0, nil
 }
 
-// startTcpdump records the client-relay connections on the bridge and
-// returns a function that stops it.
-func startTcpdump(link *vm.Link, pcap, logPath string) (func(), error) {
-	filter := fmt.Sprintf("tcp and ((dst host %[1]s and dst port %[2]d) or (src host %[1]s and src port %[2]d))", vm.HostAddr, matrix.Port)
+// startTcpdump records what filter selects on the bridge into pcap
+// (classic pcap; snap bytes of each packet, 0 for all) and returns a
+// function that stops it.
+func startTcpdump(link *vm.Link, pcap, logPath, filter string, snap int) (func(), error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := link.Command("tcpdump", "-i", vm.Bridge, "-U", "-s", "0", "-Z", "root", "-w", pcap, filter)
+	cmd := link.Command("tcpdump", "-i", vm.Bridge, "-U", "-s", strconv.Itoa(snap), "-Z", "root", "-w", pcap, filter)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = logf, pw
 	if err := cmd.Start(); err != nil {

@@ -53,6 +53,7 @@ type config struct {
 	build, results, perftest string
 	run                      *regexp.Regexp
 	list, capture, bench     bool
+	pcap                     bool
 	smp, mem                 int
 	rperfTimeout, grace      time.Duration
 	repo                     string
@@ -68,6 +69,7 @@ func main() {
 	flag.BoolVar(&c.list, "list", false, "list the matrix's lines and exit")
 	flag.BoolVar(&c.capture, "capture", false, "instead of the matrix: capture each perftest release's TCP exchange against itself, for tests/oob's testdata")
 	flag.BoolVar(&c.bench, "bench", false, "instead of the matrix: perftest against rperf (ibverbs) on rxe0, alternating, three runs each")
+	flag.BoolVar(&c.pcap, "pcap", false, "record each line's link traffic (out-of-band TCP and RoCEv2, first 256 bytes of each packet) in lines/NNN-TEST.pcap")
 	flag.IntVar(&c.smp, "smp", 1, "the VM's vCPUs (TCG; the host's cores are shared)")
 	flag.IntVar(&c.mem, "mem", 1024, "the VM's memory in MiB")
 	flag.DurationVar(&c.rperfTimeout, "rperf-timeout", 15*time.Second, "rperf's --timeout on every line")
@@ -181,6 +183,17 @@ func (c *config) main(ctx context.Context) (int, error) {
 		return c.runBench(ctx, env, logf)
 	}
 
+	if c.pcap {
+		filter := fmt.Sprintf("tcp port %d or udp port 4791", matrix.Port)
+		env.Capture = func(base string) func() {
+			stop, err := startTcpdump(link, filepath.Join(c.results, base+".pcap"), filepath.Join(c.results, base+".tcpdump.txt"), filter, 256)
+			if err != nil {
+				logf("%s: no capture: %v", base, err)
+				return func() {}
+			}
+			return stop
+		}
+	}
 	info, infoOK := c.devinfo(ctx, env, b, logf)
 	env.GIDs, err = gidIndexes(ctx, env, b)
 	if err != nil {

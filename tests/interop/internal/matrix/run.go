@@ -36,6 +36,10 @@ type Env struct {
 	Grace time.Duration
 	// Listen bounds the wait for a server to listen.
 	Listen time.Duration
+	// Capture, when set, starts recording the link for the line whose
+	// files start with base (a path relative to the results directory)
+	// and returns the function that stops it.
+	Capture func(base string) (stop func())
 }
 
 // Outcome is a line's result.
@@ -66,6 +70,9 @@ func (e *Env) Run(ctx context.Context, l Line) Outcome {
 	// ten times its --timeout for the client's run.
 	limit := max(l.Limit, DefaultLimit, 10*e.RperfTimeout+30*time.Second)
 	base := fmt.Sprintf("lines/%03d-%s", l.N, l.Test)
+	if e.Capture != nil && !l.Single {
+		defer e.Capture(base)()
+	}
 	rp := side{runner: e.Host, log: base + ".rperf.txt"}
 	if l.Setup == VMIbverbs {
 		rp.runner = e.VM
