@@ -13,7 +13,7 @@ import (
 // from reading linux-rdma/perftest's main() of each program
 // (src/{send,write,read,atomic}_{lat,bw}.c) and src/perftest_communication.c
 // at the two releases below; docs/perftest-exchange.md has the same as
-// tables, with the source lines.
+// tables naming the perftest functions involved.
 
 // Program is one of perftest's eight test programs, named as its binary.
 type Program string
