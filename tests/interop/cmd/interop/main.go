@@ -156,14 +156,15 @@ func (c *config) main(ctx context.Context) (int, error) {
 	}
 	defer link.Close()
 	boot := time.Now()
-	v, err := vm.Boot(ctx, vm.Config{
+	bootCfg := vm.Config{
 		Image: img, Link: link, Results: c.results, Share: b.share, Dir: c.build,
 		SMP: c.smp, MemMB: c.mem, Boot: 180 * time.Second, Limit: 6 * time.Hour,
-	})
+	}
+	v, err := vm.Boot(ctx, bootCfg)
 	if err != nil {
 		return 2, err
 	}
-	defer v.Shutdown(30 * time.Second)
+	defer func() { v.Shutdown(30 * time.Second) }()
 	logf("VM up (kernel %s) in %.1fs", v.Kernel, time.Since(boot).Seconds())
 
 	out, _, err := runOut(ctx, v, c.results, []string{"/usr/bin/ib_write_lat", "--version"}, "devinfo/perftest-version.txt", 30*time.Second)
@@ -203,7 +204,7 @@ func (c *config) main(ctx context.Context) (int, error) {
 
 	lines := c.select_(matrix.Build(peers))
 	var outs []matrix.Outcome
-	failed := 0
+	failed, crashes := 0, 0
 	if !infoOK {
 		failed++
 	}
@@ -212,6 +213,28 @@ func (c *config) main(ctx context.Context) (int, error) {
 			break
 		}
 		o := env.Run(ctx, l)
+		if v.Dead() {
+			// The guest kernel died under this line (rxe has crashed in
+			// softirq context here): say so, and go on with a new VM.
+			crashes++
+			why := v.Panic()
+			if why == "" {
+				why = "its agent went away"
+			}
+			o.Pass = false
+			o.Reason = fmt.Sprintf("the VM died during this line: %s (%s); the suite booted a new one", why, filepath.Base(v.Console))
+			v.Kill()
+			bootCfg.Console = fmt.Sprintf("console-%d.log", crashes)
+			nv, err := vm.Boot(ctx, bootCfg)
+			if err != nil {
+				outs = append(outs, o)
+				failed++
+				logf("[%d/%d] %s", i+1, len(lines), matrix.Row(o))
+				logf("no new VM: %v", err)
+				break
+			}
+			v, env.VM = nv, nv
+		}
 		outs = append(outs, o)
 		if !o.Pass {
 			failed++
@@ -222,6 +245,9 @@ func (c *config) main(ctx context.Context) (int, error) {
 	fmt.Fprintf(&table, "interop: rperf %s against %s; VM %s, %d vCPU, TCG\n", b.commit, peerNames(peers), v.Kernel, c.smp)
 	matrix.WriteTable(&table, outs)
 	fmt.Fprintf(&table, "%s\n", info)
+	if crashes > 0 {
+		fmt.Fprintf(&table, "the VM died %d times (its console logs: console-N.log); a new VM ran the lines after\n", crashes)
+	}
 	fmt.Fprintf(&table, "%d lines and devinfo: %d passed, %d failed; %d not run; wall time %s; results in %s\n",
 		len(outs), len(outs)+1-failed, failed, len(lines)-len(outs), time.Since(begin).Round(time.Second), c.results)
 	os.WriteFile(filepath.Join(c.results, "table.txt"), []byte(table.String()), 0o644)

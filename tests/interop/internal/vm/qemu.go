@@ -38,6 +38,9 @@ type Config struct {
 	Boot   time.Duration
 	Limit  time.Duration // qemu's whole life, then it is killed
 	Append string        // more kernel arguments
+	// Console names the serial console's log in Results; "console.log"
+	// by default.
+	Console string
 }
 
 // VM is a booted VM with its agent connected.
@@ -54,6 +57,7 @@ type VM struct {
 	mu      sync.Mutex
 	nextID  int
 	waiters map[int]chan agentproto.Event
+	gone    bool // the agent's connection ended
 }
 
 // Boot starts qemu inside the link's namespace and waits for the agent.
@@ -66,12 +70,15 @@ func Boot(ctx context.Context, c Config) (*VM, error) {
 	}
 	sock := filepath.Join(c.Dir, "ctl-"+strconv.Itoa(os.Getpid())+".sock")
 	os.Remove(sock)
-	console := filepath.Join(c.Results, "console.log")
+	if c.Console == "" {
+		c.Console = "console.log"
+	}
+	console := filepath.Join(c.Results, c.Console)
 	args := []string{
 		"-accel", "tcg", "-cpu", "max", "-smp", strconv.Itoa(c.SMP), "-m", strconv.Itoa(c.MemMB),
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		"-kernel", c.Image.Kernel, "-initrd", c.Image.Initrd,
-		"-append", "console=ttyS0 panic=-1 quiet interop.addr=" + VMAddr + prefix4 + " interop.addr6=" + VMAddr6 + prefix6 + " " + c.Append,
+		"-append", "console=ttyS0 panic=-1 loglevel=5 interop.addr=" + VMAddr + prefix4 + " interop.addr6=" + VMAddr6 + prefix6 + " " + c.Append,
 		"-serial", "file:" + console,
 		"-netdev", "tap,id=n0,ifname=" + Tap + ",script=no,downscript=no",
 		"-device", "virtio-net-pci,netdev=n0,mac=52:54:00:77:00:01",
@@ -162,6 +169,7 @@ func (v *VM) read() {
 	}
 	// The agent is gone: end every wait.
 	v.mu.Lock()
+	v.gone = true
 	for id, ch := range v.waiters {
 		select {
 		case ch <- agentproto.Event{ID: id, Kind: agentproto.EventError, Err: "the VM's agent disconnected"}:
@@ -284,6 +292,31 @@ func (p *vmProc) WaitListen(port int, wait time.Duration) error {
 		}
 	}
 	return err
+}
+
+// Dead reports whether the VM stopped or its agent went away (a guest
+// kernel panic does both).
+func (v *VM) Dead() bool {
+	select {
+	case <-v.qemuDone:
+		return true
+	default:
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.gone
+}
+
+// Panic returns the first line of the console log that shows why the
+// guest kernel failed (BUG, Oops, panic), or "".
+func (v *VM) Panic() string {
+	b, _ := os.ReadFile(v.Console)
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "BUG:") || strings.Contains(l, "Oops") || strings.Contains(l, "Kernel panic") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }
 
 // Shutdown powers the VM off and waits for qemu, killing it after wait.
