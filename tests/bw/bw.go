@@ -269,6 +269,7 @@ type runner struct {
 	snd  *sender
 	rcv  *receiver
 	v    *validation // nil unless cfg.Validate
+	last measured    // the last run's outcome (against perftest, for its report)
 }
 
 func (r *runner) Check() error { return r.cfg.Check() }
@@ -278,6 +279,7 @@ func (r *runner) Check() error { return r.cfg.Check() }
 func (r *runner) Shape(spec *session.Spec) {
 	cfg := r.cfg
 	spec.QPs, spec.TxDepth = cfg.QPs, cfg.txDepth()
+	spec.Duplex = cfg.Bidirectional
 	spec.SendSlots, spec.RecvSlots = cfg.slots()
 }
 
@@ -317,7 +319,9 @@ func (r *runner) Start(s *session.Session, ends *session.Ends) error {
 }
 
 // Measure runs size number i: the warm-up messages, the measured run, and
-// the exchange of reports with the peer.
+// (between two rperfs) the exchange of reports with the peer. Against a
+// perftest peer the session runs the exchanges (session.Scripted): a
+// bidirectional side's result waits for the report (PeerReport).
 func (r *runner) Measure(ctx context.Context, i, size int) (reports.Result, bool, error) {
 	cfg := r.cfg
 	if cfg.Warmup > 0 {
@@ -329,7 +333,42 @@ func (r *runner) Measure(ctx context.Context, i, size int) (reports.Result, bool
 	if err != nil {
 		return reports.Result{}, false, err
 	}
+	if r.s.Scripted() {
+		r.last = local
+		return local.res, local.have && !cfg.Bidirectional, nil
+	}
 	res, err := r.exchange(ctx, size, local)
+	return res, err == nil, err
+}
+
+// Prepare readies size number i before the exchanges that lead to its run
+// against a perftest peer (session.Preparer).
+func (r *runner) Prepare(i, size int) error {
+	if r.rcv != nil {
+		if err := r.rcv.drain(); err != nil {
+			return err
+		}
+	}
+	if r.v != nil {
+		r.v.run++
+		r.v.size = size
+		r.v.prepareTarget(r.cfg.Test)
+	}
+	return nil
+}
+
+// LocalReport is the report of this side's last run (session.Reporter).
+func (r *runner) LocalReport(size int) oob.BWReport { return r.report(size, r.last) }
+
+// PeerReport makes this side's result of a report exchange with a perftest
+// peer (session.Reporter): the sum of both sides' figures when
+// bidirectional, the client's figures on a passive server, none on the
+// client of a unidirectional test (its result came with its run).
+func (r *runner) PeerReport(size int, local, remote oob.BWReport) (reports.Result, bool, error) {
+	if !r.cfg.Bidirectional && !r.role.passive {
+		return reports.Result{}, false, nil
+	}
+	res, err := r.combine(r.last, remote)
 	return res, err == nil, err
 }
 
@@ -342,17 +381,14 @@ type measured struct {
 // runOnce runs one size between two barriers.
 func (r *runner) runOnce(ctx context.Context, size int, iters int64, measure bool) (measured, error) {
 	cfg, s := r.cfg, r.s
-	if r.rcv != nil {
-		if err := r.rcv.drain(); err != nil {
+	if !s.Scripted() || !measure {
+		// Against perftest the session prepared the measured run
+		// (Prepare) before its exchanges.
+		if err := r.Prepare(0, size); err != nil {
 			return measured{}, err
 		}
 	}
-	if r.v != nil {
-		r.v.run++
-		r.v.size = size
-		r.v.prepareTarget(cfg.Test)
-	}
-	if err := s.Barrier(ctx, 0); err != nil {
+	if err := r.barrier(ctx); err != nil {
 		return measured{}, err
 	}
 	if r.role.passive {
@@ -399,7 +435,7 @@ func (r *runner) runOnce(ctx context.Context, size int, iters int64, measure boo
 	if err != nil {
 		return measured{}, err
 	}
-	if err := s.Barrier(ctx, 0); err != nil {
+	if err := r.barrier(ctx); err != nil {
 		return measured{}, err
 	}
 	if r.v != nil && cfg.Test == Write && cfg.Bidirectional {
@@ -474,22 +510,42 @@ func (r *runner) receiverResult(size int, iters int64, st recvStats) (reports.Re
 
 func (r *runner) reliableRecv() bool { return r.cfg.Connection == verbsio.QPTypeRC }
 
-// exchange swaps reports with the peer and returns this side's result.
-func (r *runner) exchange(ctx context.Context, size int, local measured) (reports.Result, error) {
-	cfg := r.cfg
+// barrier synchronises a run's start and end with an rperf peer; against
+// perftest the session's walk of its sequence does.
+func (r *runner) barrier(ctx context.Context) error {
+	if r.s.Scripted() {
+		return nil
+	}
+	return r.s.Barrier(ctx, 0)
+}
+
+// report is the report of a run, as it goes to the peer.
+func (r *runner) report(size int, local measured) oob.BWReport {
 	rep := oob.BWReport{Size: uint64(size)}
 	if local.have {
 		rep.Iters = uint64(local.res.Iterations)
 		b := local.res.Bandwidth
 		rep.BWPeak, rep.BWAvg, rep.MsgRate = b.BWPeakMiBps, b.BWAvgMiBps, b.MsgRateMpps
-		if cfg.ReportGbits {
+		if r.cfg.ReportGbits {
 			rep.BWPeak, rep.BWAvg = b.BWPeakGbps, b.BWAvgGbps
 		}
 	}
-	remote, err := r.s.Conn.ExchangeBWReport(ctx, rep)
+	return rep
+}
+
+// exchange swaps reports with the peer and returns this side's result.
+func (r *runner) exchange(ctx context.Context, size int, local measured) (reports.Result, error) {
+	remote, err := r.s.Conn.ExchangeBWReport(ctx, r.report(size, local))
 	if err != nil {
 		return reports.Result{}, err
 	}
+	return r.combine(local, remote)
+}
+
+// combine is this side's result given the peer's report: the sum when
+// bidirectional, the peer's figures on a passive side, else its own.
+func (r *runner) combine(local measured, remote oob.BWReport) (reports.Result, error) {
+	cfg := r.cfg
 	if cfg.Bidirectional || r.role.passive {
 		// The peer's figures become this side's result.
 		if err := remote.Check(); err != nil {

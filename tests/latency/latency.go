@@ -159,26 +159,21 @@ type stats struct {
 
 // Measure runs size number i between two barriers: the ping-pong or the
 // one-sided operations, or on the passive server a wait for the client's
-// run.
+// run. Against a perftest peer the session runs the exchanges around the
+// runs (session.Scripted) and Prepare readies them.
 func (r *runner) Measure(ctx context.Context, i, size int) (reports.Result, bool, error) {
 	cfg := r.cfg
-	if !r.passiveServer {
-		// Clear the marker byte the peer will write, before the barrier
-		// lets it start.
-		q := r.s.QPs[0]
-		if err := r.s.StoreByte(r.s.RecvPayload(q)+size-1, 0); err != nil {
+	scripted := r.s.Scripted()
+	if !scripted {
+		if err := r.Prepare(i, size); err != nil {
 			return reports.Result{}, false, err
 		}
-	}
-	r.runIdx = i
-	if cfg.Validate {
-		r.prepareTarget(size)
-	}
-	if err := r.s.Barrier(ctx, 0); err != nil {
-		return reports.Result{}, false, err
-	}
-	if r.passiveServer {
-		return reports.Result{}, false, r.s.Barrier(ctx, r.passiveWait)
+		if err := r.s.Barrier(ctx, 0); err != nil {
+			return reports.Result{}, false, err
+		}
+		if r.passiveServer {
+			return reports.Result{}, false, r.s.Barrier(ctx, r.passiveWait)
+		}
 	}
 	r.rec.Reset()
 	var st stats
@@ -192,11 +187,42 @@ func (r *runner) Measure(ctx context.Context, i, size int) (reports.Result, bool
 	if err != nil {
 		return reports.Result{}, false, err
 	}
-	if err := r.s.Barrier(ctx, 0); err != nil {
-		return reports.Result{}, false, err
+	if !scripted {
+		if err := r.s.Barrier(ctx, 0); err != nil {
+			return reports.Result{}, false, err
+		}
 	}
 	res, err := r.result(size, st)
 	return res, err == nil, err
+}
+
+// Prepare readies size number i before the peer may start it: the marker
+// byte the peer writes last is cleared (session.Preparer). Against
+// perftest, whose write_lat runs its sizes back to back, every size's
+// marker is cleared before the first: the peer may write the next size's
+// as soon as this side's last write of a size has landed.
+func (r *runner) Prepare(i, size int) error {
+	r.runIdx = i
+	if r.cfg.Validate {
+		r.prepareTarget(size)
+	}
+	if r.passiveServer {
+		return nil
+	}
+	sizes := []int{size}
+	if r.s.Scripted() {
+		if i > 0 {
+			return nil
+		}
+		sizes = r.cfg.Sizes
+	}
+	q := r.s.QPs[0]
+	for _, n := range sizes {
+		if err := r.s.StoreByte(r.s.RecvPayload(q)+n-1, 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *runner) result(size int, st stats) (reports.Result, error) {
@@ -292,8 +318,9 @@ func (r *runner) newSampler(start int64) *sampler {
 	return sm
 }
 
-// pingPong is perftest's run_iter_lat_write / run_iter_lat_send: the
-// server waits first; each side then alternates wait and post.
+// pingPong is perftest's run_iter_lat_write / run_iter_lat_send: one side
+// posts first (the server in write_lat, the client in send_lat, as
+// perftest), the other waits first; each then alternates wait and post.
 func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 	s, cfg := r.s, r.cfg
 	q := s.QPs[0]
@@ -305,6 +332,7 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 	}
 	postOff := q.SendOff + size - 1
 	pollOff := s.RecvPayload(q) + size - 1
+	starts := s.Server == write // this side posts first
 
 	r.sge[0] = s.MR.SGE(q.SendOff, size)
 	r.wr[0] = verbsio.SendWR{ID: 1, Opcode: verbsio.OpSend, Flags: verbsio.SendSignaled, SGL: r.sge[:]}
@@ -330,7 +358,7 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 
 	var scnt, rcnt int64
 	for scnt < total || rcnt < total {
-		if rcnt < total && !(scnt == 0 && s.Server) {
+		if rcnt < total && !(scnt == 0 && starts) {
 			rcnt++
 			waitPeer.Index = rcnt
 			if write {

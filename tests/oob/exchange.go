@@ -50,7 +50,17 @@ const drainTimeout = time.Second
 // reads the peer's "done\0" if it sends one (newer perftest does not), and
 // closes the connection. Only the key exchange can fail; it is skipped if
 // no keys were ever exchanged. The connection is closed in every case.
-func (c *Conn) Finish(ctx context.Context) error {
+func (c *Conn) Finish(ctx context.Context) error { return c.FinishWait(ctx, 0, true) }
+
+// FinishWait is Finish with the key exchange waiting up to wait for the
+// peer (0: Options.IOTimeout), as a passive perftest server of read_lat
+// and atomic_lat waits in its close for the client's whole run, and
+// "done\0" written only with done (as perftest before 6.17; newer releases
+// just close).
+func (c *Conn) FinishWait(ctx context.Context, wait time.Duration, done bool) error {
+	if wait <= 0 {
+		wait = c.opts.IOTimeout
+	}
 	if c.finished {
 		return nil
 	}
@@ -59,9 +69,9 @@ func (c *Conn) Finish(ctx context.Context) error {
 		c.finished = true
 		return nil
 	}
-	_, err := c.exchangeKey(ctx, "close handshake", c.barrier, c.opts.IOTimeout)
+	_, err := c.exchangeKey(ctx, "close handshake", c.barrier, wait)
 	c.finished = true
-	if err != nil {
+	if err != nil || !done {
 		return err
 	}
 	d := min(c.opts.IOTimeout, drainTimeout)

@@ -143,6 +143,10 @@ type SequenceOptions struct {
 	All bool
 	// Size is -s, the one message size without -a (0: perftest's default).
 	Size uint64
+	// Sizes, when set, are the sizes run, in order, instead of Size or
+	// AllSizes' list (a peer mirroring perftest with its own -a limits);
+	// All still says whether -a's per-size steps apply.
+	Sizes []uint64
 	// MTU is the MTU both sides agreed on; it bounds -a over UD. 0 means
 	// 1024 bytes (MTU1024).
 	MTU MTU
@@ -395,6 +399,9 @@ func (r Release) Sequence(p Program, o SequenceOptions) (Sequence, error) {
 	}
 	if o.All {
 		sizes = AllSizes(p, o.Conn, o.MTU)
+	}
+	if len(o.Sizes) > 0 {
+		sizes = o.Sizes
 	}
 	b.sizes = sizes
 

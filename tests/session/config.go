@@ -20,6 +20,9 @@ type Config struct {
 	Connection verbsio.QPType // RC, UC or UD, as the test allows
 	// Sizes are the message sizes, one run each (perftest -s, or -a).
 	Sizes []int
+	// All says the sizes come from -a (a perftest peer's sequence has
+	// steps between the sizes of -a).
+	All bool
 	// Iterations per size (per QP in bandwidth tests; perftest -n), at
 	// least MinIterations. Ignored in duration mode.
 	Iterations int
@@ -193,5 +196,6 @@ func (c *Config) Spec() Spec {
 		Verb: c.Test.Verb(), Type: c.Connection, QPs: 1, MaxSize: c.MaxSize(),
 		TxDepth: c.TxDepth, RxDepth: c.RxDepth, Inline: c.InlineSize(), OutReads: c.OutReads,
 		Link: c.Link, Path: c.Path, Segmenter: c.Segmenter,
+		Program: c.Test.Program(), Sizes: c.Sizes, All: c.All, Duration: c.Duration > 0,
 	}
 }

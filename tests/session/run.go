@@ -67,7 +67,11 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *oob.Conn, c *Config, m
 		err = m.Start(s, ends)
 	}
 	if err == nil {
-		results, err = measure(ctx, c, m)
+		if s.script != nil {
+			results, err = walk(ctx, s, c, m)
+		} else {
+			results, err = measure(ctx, c, m)
+		}
 	}
 	ends.Close()
 	if cerr := s.Close(ctx, err == nil); err == nil && cerr != nil {

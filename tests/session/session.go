@@ -89,6 +89,15 @@ type Spec struct {
 	// (sendpath.Path.QPSegmenter: the kernel for tso).
 	Path      sendpath.Path
 	Segmenter verbsio.Segmenter
+	// Program is the perftest program of the test ("" for rperf's own
+	// tests): against a perftest peer the session follows its sequence
+	// (oob.Release.Sequence) with the options below.
+	Program oob.Program
+	// Sizes are the message sizes run, in order; All says they come from
+	// -a; Duplex is -b; Duration is duration mode (-D).
+	Sizes            []int
+	All              bool
+	Duplex, Duration bool
 }
 
 // AutoGID as Spec.GIDIndex picks the GID perftest would.
@@ -175,6 +184,11 @@ type Session struct {
 	PollDriven bool
 
 	Local, Remote []oob.Dest
+	remoteSet     []bool // Remote[i] was received (script)
+
+	// script is a perftest peer's sequence (script.go); nil between two
+	// rperfs.
+	script *script
 
 	ahs      []*verbsio.AH
 	outReads int
@@ -256,6 +270,9 @@ func (s *Session) open(ctx context.Context) error {
 	if !s.MTU.Valid() {
 		s.MTU = mtu
 	}
+	if err := s.planScript(); err != nil {
+		return &SetupError{Err: err}
+	}
 
 	// 2. Resources.
 	if err := s.createResources(); err != nil {
@@ -272,29 +289,44 @@ func (s *Session) open(ctx context.Context) error {
 			RKey: s.MR.RKey(), VAddr: s.MR.Addr() + uint64(q.RecvOff), GID: gid.GID, HasGID: true,
 		}
 	}
+	if s.script != nil {
+		// A perftest peer: its own sequence up to the connection.
+		s.remoteSet = make([]bool, len(s.QPs))
+		if err := s.walkOpen(ctx, s.connectAll); err != nil {
+			return &SetupError{Err: err}
+		}
+		return nil
+	}
 	for i := range s.QPs {
 		if s.Remote[i], err = s.Conn.ExchangeKeys(ctx, s.Local[i]); err != nil {
 			return &SetupError{Err: err}
 		}
 	}
-
-	// 4. Connect, address handles, receives.
-	for i, q := range s.QPs {
-		if err := s.connect(q, s.Local[i], s.Remote[i]); err != nil {
-			return &SetupError{Err: err}
-		}
-	}
-	if sp.Verb == Send {
-		for _, q := range s.QPs {
-			if err := s.PostRecvs(q, sp.RxDepth); err != nil {
-				return &SetupError{Err: err}
-			}
-		}
+	if err := s.connectAll(); err != nil {
+		return &SetupError{Err: err}
 	}
 
 	// 5. Both sides are at RTS with receives posted before either sends.
 	if err := s.Barrier(ctx, 0); err != nil {
 		return &SetupError{Err: err}
+	}
+	return nil
+}
+
+// connectAll connects every QP to its peer's (address handles, RTR, RTS)
+// and, in SEND tests, posts the receives.
+func (s *Session) connectAll() error {
+	for i, q := range s.QPs {
+		if err := s.connect(q, s.Local[i], s.Remote[i]); err != nil {
+			return err
+		}
+	}
+	if s.Spec.Verb == Send {
+		for _, q := range s.QPs {
+			if err := s.PostRecvs(q, s.Spec.RxDepth); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -616,7 +648,7 @@ func (s *Session) Drive() error {
 // caller's.
 func (s *Session) Close(ctx context.Context, ok bool) error {
 	var errs []error
-	if ok {
+	if ok && (s.script == nil || !s.script.closed) {
 		errs = append(errs, s.Serve(func() error { return s.Conn.Finish(ctx) }))
 	} else {
 		s.Conn.Close()

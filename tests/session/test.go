@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/oob"
 	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/verbsio"
 )
@@ -146,6 +147,16 @@ func (t Test) Name() string { return tests[t].name }
 
 // Command is the rperf command, e.g. "write-lat".
 func (t Test) Command() string { return tests[t].command }
+
+// Program is the perftest program of the test (oob.ProgramFor), "" for
+// an invalid test.
+func (t Test) Program() oob.Program {
+	if !t.Valid() {
+		return ""
+	}
+	p, _ := oob.ProgramFor(t.Command())
+	return p
+}
 
 // Title is the banner line perftest prints for the test.
 func (t Test) Title() string { return tests[t].title }

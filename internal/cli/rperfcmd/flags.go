@@ -584,6 +584,7 @@ func (o *options) common(sizes []int) session.Config {
 	c := session.Default(o.test)
 	c.Connection = o.qpType
 	c.Sizes = sizes
+	c.All = o.all
 	c.Iterations = o.iters
 	if o.changed("duration") {
 		c.Duration = time.Duration(o.duration) * time.Second
