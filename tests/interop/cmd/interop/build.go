@@ -106,16 +106,23 @@ var versionLine = regexp.MustCompile(`Version: (\S+)`)
 
 // upstreamPerftest puts the eight upstream perftest programs into the
 // share's perftest/ and returns the version they announce. c.perftest is
-// a source tree (built out of the repository, in the build directory) or
-// a directory holding the binaries.
+// a directory holding the built programs (a source tree where they were
+// built included), or a source tree without them, built out of the tree
+// in the build directory.
 func (c *config) upstreamPerftest(ctx context.Context, share string, logf func(string, ...any)) (string, error) {
 	dir := c.perftest
-	if _, err := os.Stat(filepath.Join(dir, "configure.ac")); err == nil {
+	_, built := os.Stat(filepath.Join(dir, "ib_write_lat"))
+	if _, err := os.Stat(filepath.Join(dir, "configure.ac")); err == nil && built != nil {
+		// A source tree without its programs: built out of it, in the
+		// build directory.
 		src, err := filepath.Abs(dir)
 		if err != nil {
 			return "", err
 		}
 		bdir := filepath.Join(c.build, "perftest-upstream")
+		if src == bdir {
+			return "", fmt.Errorf("-perftest %s is the suite's own build directory for perftest; give the source tree", dir)
+		}
 		if _, err := os.Stat(filepath.Join(bdir, "ib_write_lat")); err != nil || newer(src, filepath.Join(bdir, "ib_write_lat")) {
 			logf("building upstream perftest from %s in %s (autogen, configure, make)", src, bdir)
 			os.RemoveAll(bdir)
