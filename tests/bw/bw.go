@@ -310,6 +310,7 @@ func (r *runner) Start(s *session.Session, ends *session.Ends) error {
 	if r.role.recv {
 		r.rcv = newReceiver(s)
 		r.rcv.v = r.v
+		r.rcv.counts = s.Scripted()
 		for i, q := range r.rcv.qps {
 			q.rx = ends.Receivers[i]
 		}
@@ -804,6 +805,7 @@ func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendSta
 			if k > 0 {
 				progressed = true
 			}
+			recv.ownEnd()
 			recvDone = recv.finished()
 		}
 		sendDone := !dur && totC >= total
@@ -898,6 +900,15 @@ type receiver struct {
 	lastRx  int64 // clock at the last receive, for the quiet rule
 	spins   int
 	stalled bool // quiet rule fired: the rest is lost
+
+	// counts is set against a perftest sender, which marks no stream's
+	// end (session.StopImm): a QP's stream ends after iters messages, and
+	// in duration mode the run ends with this side's own duration, as
+	// perftest's receiver does.
+	counts bool
+	iters  int64
+	ticks  int
+	over   bool // counts: the duration ended
 }
 
 func newReceiver(s *session.Session) *receiver {
@@ -913,11 +924,25 @@ func (r *receiver) start(iters int64, ph *session.Phases) {
 		p.rcnt, p.done, p.next = 0, false, 0
 	}
 	r.ph, r.ndone, r.st, r.winBeg, r.spins, r.stalled = ph, 0, recvStats{dur: ph != nil}, 0, 0, false
+	r.iters, r.ticks, r.over = iters, 0, false
 	r.lastRx = clock.Now()
 }
 
+// ownEnd reports, against a perftest sender in duration mode, whether this
+// side's duration is over. It reads the clock only every CheckEvery calls.
+func (r *receiver) ownEnd() bool {
+	if !r.counts || r.ph == nil {
+		return false
+	}
+	r.ticks++
+	if r.ticks&(session.CheckEvery-1) == 0 && r.ph.Ended(clock.Now()) {
+		r.over = true
+	}
+	return r.over
+}
+
 // finished reports whether every QP's stream has ended.
-func (r *receiver) finished() bool { return r.ndone == len(r.qps) || r.stalled }
+func (r *receiver) finished() bool { return r.ndone == len(r.qps) || r.stalled || r.over }
 
 // step polls the receive CQ once, reposting what completed.
 func (r *receiver) step() (int, error) {
@@ -948,7 +973,8 @@ func (r *receiver) step() (int, error) {
 		p.rcnt++
 		r.st.count++
 		p.rx.RepostLater()
-		if wc.Flags&verbsio.WCWithImm != 0 && wc.Imm == session.StopImm && !p.done {
+		stop := wc.Flags&verbsio.WCWithImm != 0 && wc.Imm == session.StopImm
+		if !p.done && (stop || r.counts && r.iters > 0 && p.rcnt >= r.iters) {
 			p.done = true
 			r.ndone++
 		}
@@ -995,6 +1021,9 @@ func (r *receiver) run(ctx context.Context, iters int64, ph *session.Phases) (re
 		n, err := r.step()
 		if err != nil {
 			return r.st, err
+		}
+		if r.ownEnd() {
+			break
 		}
 		if n > 0 {
 			w.Index = r.st.count + 1
