@@ -130,6 +130,9 @@ type udpQP struct {
 	nakPSN     psn.PSN // the PSN of the last sequence NAK acted on
 	nakActed   bool    // a sequence NAK was acted on and no progress came since
 	cwnd       int     // packets allowed on the wire unacknowledged
+	ssthresh   int     // below it the window grows by what is acknowledged (slow start), above by one packet per window
+	caAcked    int     // packets acknowledged towards the next one-packet growth above ssthresh
+	acked      psn.PSN // the PSN after the highest one acknowledged (inside a message too)
 	highPSN    psn.PSN // the PSN after the highest one ever sent (resends are below it)
 	timeout    int64
 	active     bool
@@ -205,7 +208,7 @@ func (u *udpQP) modify(next verbsio.QPState, attr *verbsio.QPAttr, mask verbsio.
 			break
 		}
 		u.sqPSN = psn.PSN(attr.SQPSN)
-		u.highPSN = u.sqPSN
+		u.highPSN, u.acked = u.sqPSN, u.sqPSN
 		u.retryLeft = int(attr.RetryCnt)
 		u.rnrLeft = int(attr.RNRRetry)
 		u.timeout = verbsio.TimeoutDuration(attr.Timeout)
@@ -227,7 +230,7 @@ func (u *udpQP) paceChanged() { u.paceDue = 0 }
 // timers, and flushes the receive WQE a message was being placed into.
 func (u *udpQP) flush() {
 	q := u.q
-	u.sendPos = q.sqPI
+	u.sendPos, u.sendOff = q.sqPI, 0
 	u.deadline, u.rnrUntil = 0, 0
 	if u.rcv.active {
 		u.rcv.active = false

@@ -11,11 +11,22 @@ import (
 )
 
 // maxInflight bounds the packets a QP has on the wire unacknowledged;
-// minWindow is the least the window shrinks to after losses.
+// minWindow is the least the window shrinks to after losses, and the
+// window a QP starts with.
 const (
 	maxInflight = 2048
 	minWindow   = 16
 )
+
+// The window (cwnd, in packets) adapts to the peer as TCP's does: it
+// starts at minWindow and grows by every packet acknowledged (slow start)
+// up to ssthresh, then by one packet per window; a loss (a timeout, a
+// sequence NAK, an RNR NAK, a lost READ response) halves it and sets
+// ssthresh there. It applies inside a message: a message longer than the
+// window leaves as the acknowledgements come back, its packets asking for
+// one every quarter window. A slow peer (Soft-RoCE in a VM drops what
+// overflows its NIC ring) is thus never sent more than it acknowledged
+// lately, and go-back-N resends at most a window.
 
 // The requester side of the udp fabric. sqExec is the oldest WQE not yet
 // completed, sendPos the next WQE to put on the wire; WQEs in between are
@@ -89,9 +100,9 @@ func (u *udpQP) transmit() {
 	}
 	for u.sendPos != q.sqPI {
 		if u.cwnd == 0 {
-			u.cwnd = maxInflight
+			u.cwnd, u.ssthresh = minWindow, maxInflight
 		}
-		if !u.forceAck && int(psn.Diff(u.unaPSN(), u.sqPSN)) >= u.cwnd {
+		if q.typ == verbsio.QPTypeRC && !u.forceAck && u.inflight() >= u.cwnd {
 			// The window is full. A message that must ask for an
 			// acknowledgement (a tail probe, a resend after a timeout)
 			// goes anyway: held back, nothing would ever answer.
@@ -136,7 +147,7 @@ func (u *udpQP) transmit() {
 			r.done = true
 		}
 	}
-	if q.typ == verbsio.QPTypeRC && q.sqExec != u.sendPos {
+	if q.typ == verbsio.QPTypeRC && q.sqExec != u.wireEnd() {
 		if u.deadline == 0 {
 			u.arm()
 		}
@@ -166,7 +177,8 @@ func (u *udpQP) wantAck(pos uint32, p psn.PSN) bool {
 	w := q.sq.WQE(pos)
 	signaled := q.sqSigAll || verbsio.SendFlags(w.Flags)&verbsio.SendSignaled != 0
 	nearFull := q.sqPI-q.sqDone >= uint32(q.cap.MaxSendWR)-uint32(q.cap.MaxSendWR)/4
-	if !(signaled || u.forceAck || u.recovering || u.sinceAck >= ackEvery || nearFull) {
+	fills := int(psn.Diff(u.unaPSN(), p))+1 >= u.cwnd // nothing more leaves before an answer
+	if !(signaled || u.forceAck || u.recovering || u.sinceAck >= ackEvery || nearFull || fills) {
 		u.sinceAck++
 		return false
 	}
@@ -189,7 +201,7 @@ func (u *udpQP) expectAnswer(p psn.PSN) {
 // awaited, the probe delay while only unacknowledged messages wait.
 func (u *udpQP) arm() {
 	q := u.q
-	if q.sqExec == u.sendPos {
+	if q.sqExec == u.wireEnd() {
 		u.deadline = 0
 		return
 	}
@@ -207,13 +219,32 @@ func (u *udpQP) arm() {
 	}
 }
 
-// unaPSN is the oldest PSN on the wire not acknowledged.
+// unaPSN is the oldest PSN on the wire not acknowledged: the first of the
+// oldest WQE not done, or past it what was acknowledged of it.
 func (u *udpQP) unaPSN() psn.PSN {
 	q := u.q
-	if q.sqExec == u.sendPos {
+	if q.sqExec == u.wireEnd() {
 		return u.sqPSN
 	}
-	return u.slot(q.sqExec).first
+	first := u.slot(q.sqExec).first
+	if psn.Diff(first, u.acked) > 0 && psn.Diff(u.acked, u.sqPSN) >= 0 {
+		return u.acked
+	}
+	return first
+}
+
+// inflight is the number of packets on the wire not acknowledged.
+func (u *udpQP) inflight() int { return int(psn.Diff(u.unaPSN(), u.sqPSN)) }
+
+// wireEnd is the position after the last WQE with packets on the wire:
+// sendPos, or the one after it while the WQE at sendPos is partly sent
+// (the window or the pacer holds the rest back, or a resend starts inside
+// it).
+func (u *udpQP) wireEnd() uint32 {
+	if u.sendOff > 0 {
+		return u.sendPos + 1
+	}
+	return u.sendPos
 }
 
 // header fills the transmit packet's BTH.
@@ -298,14 +329,23 @@ func (u *udpQP) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Stat
 	}
 	npkt := seg.Packets
 	start := int(u.sendOff / uint64(u.mtu))
+	r.end = r.first.Add(npkt)
 	srcs := q.src[:nsrc]
 	var t0 int64
 	if q.pace != nil {
 		t0 = now()
 	}
+	rc := q.typ == verbsio.QPTypeRC
+	stride := max(u.cwnd/4, 1)
 	for i := start; i < npkt; i++ {
 		off := uint64(i) * uint64(u.mtu)
 		n := int(min(uint64(u.mtu), total-min(total, off)))
+		if rc && i > start && u.inflight() >= u.cwnd {
+			// The window is full: the rest leaves as acknowledgements
+			// come (onResponse transmits), or a timeout resends.
+			u.sendOff = off
+			return statusPaused
+		}
 		if q.pace != nil && !q.takePace(uint64(n), t0, &u.paceDue) {
 			// Paced: the rest of the message leaves when the bucket
 			// refills (tick).
@@ -316,7 +356,17 @@ func (u *udpQP) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Stat
 		}
 		rop, _ := seg.Opcode(i)
 		last := i == npkt-1
-		t := u.header(rop, u.sqPSN, last && u.wantAck(pos, u.sqPSN), q.destQPN)
+		var ask bool
+		switch {
+		case last:
+			ask = u.wantAck(pos, u.sqPSN)
+		case rc && ((i+1)%stride == 0 || u.inflight()+1 >= u.cwnd):
+			// Inside a long message: an acknowledgement every quarter
+			// window, and where the window fills, keeps it moving.
+			u.expectAnswer(u.sqPSN)
+			ask = true
+		}
+		t := u.header(rop, u.sqPSN, ask, q.destQPN)
 		if rop.Layout().Has(roce.ExtRETH) {
 			t.RETH = roce.RETH{VA: w.RAddr, RKey: w.RKey, DMALen: uint32(total)}
 		}
@@ -327,7 +377,6 @@ func (u *udpQP) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Stat
 		u.countSent(1)
 		u.sqPSN = u.sqPSN.Next()
 	}
-	r.end = u.sqPSN
 	return verbsio.StatusSuccess
 }
 
@@ -468,7 +517,7 @@ func (u *udpQP) completeDone() {
 	if u.nakActed && psn.Diff(u.nakPSN, u.unaPSN()) > 0 {
 		u.nakActed = false // the loss at nakPSN is repaired
 	}
-	if q.sqExec == u.sendPos {
+	if q.sqExec == u.wireEnd() {
 		u.deadline = 0
 	} else if u.deadline == 0 {
 		u.arm()
@@ -478,7 +527,7 @@ func (u *udpQP) completeDone() {
 // lastSentPSN is the PSN of the last packet on the wire.
 func (u *udpQP) lastSentPSN() (psn.PSN, bool) {
 	q := u.q
-	if q.sqExec == u.sendPos {
+	if q.sqExec == u.wireEnd() {
 		return 0, false
 	}
 	return u.sqPSN.Add(-1), true
@@ -487,7 +536,7 @@ func (u *udpQP) lastSentPSN() (psn.PSN, bool) {
 // wqeAt finds the WQE on the wire whose PSN range holds p.
 func (u *udpQP) wqeAt(p psn.PSN) (uint32, bool) {
 	q := u.q
-	for pos := q.sqExec; pos != u.sendPos; pos++ {
+	for pos := q.sqExec; pos != u.wireEnd(); pos++ {
 		r := u.slot(pos)
 		if psn.Diff(r.first, p) >= 0 && psn.Diff(p, r.end) > 0 {
 			return pos, true
@@ -499,7 +548,12 @@ func (u *udpQP) wqeAt(p psn.PSN) (uint32, bool) {
 // ackUpTo handles an acknowledgement of every PSN up to and including p.
 func (u *udpQP) ackUpTo(p psn.PSN) {
 	q := u.q
-	progress := false
+	progress := 0
+	if next := p.Next(); psn.Diff(u.acked, next) > 0 && psn.Diff(next, u.highPSN) >= 0 {
+		// Acknowledged further, inside a message too.
+		progress = int(psn.Diff(u.acked, next))
+		u.acked = next
+	}
 	for pos := q.sqExec; pos != u.sendPos; pos++ {
 		r := u.slot(pos)
 		if r.done {
@@ -516,10 +570,10 @@ func (u *udpQP) ackUpTo(p psn.PSN) {
 			break
 		}
 		r.done = true
-		progress = true
+		progress = max(progress, 1)
 	}
-	if progress {
-		u.madeProgress()
+	if progress > 0 {
+		u.madeProgress(progress)
 	}
 }
 
@@ -530,11 +584,18 @@ func (r *reqWQE) rdNextOrFirst(op verbsio.Opcode) psn.PSN {
 	return r.first
 }
 
-// madeProgress resets the retry budget and restarts the timer.
-func (u *udpQP) madeProgress() {
+// madeProgress resets the retry budget and restarts the timer after n
+// packets were answered, and grows the window.
+func (u *udpQP) madeProgress(n int) {
 	q := u.q
 	u.recovering = false
-	u.cwnd = min(u.cwnd+minWindow, maxInflight)
+	if u.cwnd < u.ssthresh {
+		u.cwnd += n
+	} else if u.caAcked += n; u.caAcked >= u.cwnd {
+		u.caAcked -= u.cwnd
+		u.cwnd++
+	}
+	u.cwnd = min(u.cwnd, maxInflight)
 	u.retryLeft = int(q.attr.RetryCnt)
 	u.rnrLeft = int(q.attr.RNRRetry)
 	u.deadline = 0 // re-armed when the completions are retired
@@ -562,7 +623,8 @@ func (u *udpQP) goBack(p psn.PSN) {
 	// Every rewind resends the whole window: halve it (down to
 	// minWindow) so that a lossy path is not flooded with resends; each
 	// acknowledgement that makes progress grows it back.
-	u.cwnd = max(u.cwnd/2, minWindow)
+	u.ssthresh = max(u.cwnd/2, minWindow)
+	u.cwnd, u.caAcked = u.ssthresh, 0
 	u.f.cnt.rewinds.Add(1)
 }
 
@@ -651,7 +713,7 @@ func (u *udpQP) onResponse(p *roce.Packet, from netip.AddrPort) {
 				binary.LittleEndian.PutUint64(q.src[0], p.AtomicAckETH.OrigData)
 			}
 			r.done = true
-			u.madeProgress()
+			u.madeProgress(1)
 		}
 	default: // READ response
 		pos, ok := u.wqeAt(ps)
@@ -691,7 +753,7 @@ func (u *udpQP) onResponse(p *roce.Packet, from netip.AddrPort) {
 		if r.rdNext == r.end {
 			r.done = true
 		}
-		u.madeProgress()
+		u.madeProgress(1)
 	}
 	u.completeDone()
 	if q.state != verbsio.QPStateErr {
