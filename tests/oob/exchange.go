@@ -3,6 +3,7 @@ package oob
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -82,6 +83,30 @@ func (c *Conn) FinishWait(ctx context.Context, wait time.Duration, done bool) er
 	var buf [len("done\x00")]byte
 	io.ReadFull(c.nc, buf[:]) // best effort: avoids resetting a peer that still reads
 	return nil
+}
+
+// AwaitClose waits up to wait (0: Options.IOTimeout) for the peer to close
+// the connection, for a perftest program whose sequence ends without a
+// closing exchange (write_lat): the peer exits once its last operation
+// completed, which may need this side's answer (an acknowledgement), so
+// this side must not go before. It returns nil when the peer closed, an
+// error when it sent anything instead or did not close in time; the
+// connection is closed in every case.
+func (c *Conn) AwaitClose(ctx context.Context, wait time.Duration) error {
+	if wait <= 0 {
+		wait = c.opts.IOTimeout
+	}
+	defer c.nc.Close()
+	c.finished = true
+	var b [1]byte
+	n, err := c.recv(ctx, "end of the run", "the peer closing the connection", b[:], wait)
+	switch {
+	case n > 0:
+		return newError("end of the run: the peer sent more where its program ends; is it running the same test?", ErrProtocol)
+	case errors.Is(err, ErrPeerClosed):
+		return nil
+	}
+	return err
 }
 
 func (c *Conn) exchangeKey(ctx context.Context, step string, local Dest, wait time.Duration) (Dest, error) {

@@ -230,6 +230,17 @@ func walk(ctx context.Context, s *Session, c *Config, m Measurer) ([]reports.Res
 			}
 		}
 	}
-	sc.closed = true // a sequence without a close (write_lat) ends here
+	if !sc.closed {
+		// A sequence without a close (write_lat): the peer's program
+		// exits when its last operation completed. The client's last
+		// RDMA WRITE needs the server's acknowledgement, so the server
+		// serves until the client has closed the connection.
+		sc.closed = true
+		if s.Server {
+			if err := s.Serve(func() error { return s.Conn.AwaitClose(ctx, c.Stall()) }); err != nil {
+				return results, err
+			}
+		}
+	}
 	return results, nil
 }

@@ -92,6 +92,9 @@ func (c *config) captures(ctx context.Context, env *matrix.Env, link *vm.Link, p
 // (classic pcap; snap bytes of each packet, 0 for all) and returns a
 // function that stops it.
 func startTcpdump(link *vm.Link, pcap, logPath, filter string, snap int) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
