@@ -99,6 +99,9 @@ func runSide(ctx context.Context, o *options, p *prepared, stdout, stderr io.Wri
 	})
 	pr.prog.stop()
 	if err != nil {
+		// What the engine saw (retransmissions, timeouts) tells why
+		// a peer stopped answering.
+		writeCounters(out, o.device, p.dev.UDPPort(), p.dev.Counters())
 		return runError(err)
 	}
 	if err := pr.finish(results); err != nil {
