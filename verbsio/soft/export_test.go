@@ -17,6 +17,11 @@ func (c *Context) DebugQPs() string {
 		u := q.t.(*udpQP)
 		s += fmt.Sprintf("qp %#x state %s sqPI %d sqExec %d sqDone %d sendPos %d sendOff %d sqPSN %d una %d deadline %d ackOut %v reqAck %d recovering %v cwnd %d rnrUntil %d paceAt %d active %v nakActed %v/%d ePSN %d retryLeft %d\n",
 			q.qpn, q.state, q.sqPI, q.sqExec, q.sqDone, u.sendPos, u.sendOff, u.sqPSN, u.unaPSN(), u.deadline, u.ackOut, u.reqAck, u.recovering, u.cwnd, u.rnrUntil, u.paceAt, u.active, u.nakActed, u.nakPSN, u.ePSN, u.retryLeft)
+		for pos := q.sqExec; pos != q.sqPI; pos++ {
+			r := u.slot(pos)
+			s += fmt.Sprintf("  wqe %d started %v done %v first %d end %d rdNext %d\n", pos, r.started, r.done, r.first, r.end, r.rdNext)
+		}
+		s += fmt.Sprintf("  acked %d high %d rdN %d\n", u.acked, u.highPSN, u.rdN)
 	}
 	s += fmt.Sprintf("active list %d\n", len(f.active))
 	return s

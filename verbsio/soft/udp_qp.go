@@ -133,6 +133,7 @@ type udpQP struct {
 	ssthresh   int     // below it the window grows by what is acknowledged (slow start), above by one packet per window
 	caAcked    int     // packets acknowledged towards the next one-packet growth above ssthresh
 	acked      psn.PSN // the PSN after the highest one acknowledged (inside a message too)
+	rdLoss     bool    // a READ response was lost; asking again waits (readLoss)
 	highPSN    psn.PSN // the PSN after the highest one ever sent (resends are below it)
 	timeout    int64
 	active     bool

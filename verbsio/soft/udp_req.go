@@ -16,11 +16,15 @@ import (
 const (
 	maxInflight = 2048
 	minWindow   = 16
+	// initSSThresh ends the first slow start early: doubling up to a
+	// first loss overshoots a short queue by as much again, and
+	// go-back-N resends all of it.
+	initSSThresh = 64
 )
 
 // The window (cwnd, in packets) adapts to the peer as TCP's does: it
 // starts at minWindow and grows by every packet acknowledged (slow start)
-// up to ssthresh, then by one packet per window; a loss (a timeout, a
+// up to ssthresh (initSSThresh at first), then by one packet per window; a loss (a timeout, a
 // sequence NAK, an RNR NAK, a lost READ response) halves it and sets
 // ssthresh there. It applies inside a message: a message longer than the
 // window leaves as the acknowledgements come back, its packets asking for
@@ -78,14 +82,30 @@ func npackets(n uint64, mtu int) int {
 	return int((n + uint64(mtu) - 1) / uint64(mtu))
 }
 
-// outstandingReads counts READ and atomic WQEs on the wire.
+// readPart is the most packets one READ request asks for (sendRead).
+const readPart = minWindow
+
+// outstandingReads counts the READ requests and atomics on the wire not
+// answered in full: what the responder holds resources for (each part of
+// a READ is a request of its own).
 func (u *udpQP) outstandingReads() int {
 	q := u.q
 	n := 0
-	for pos := q.sqExec; pos != u.sendPos; pos++ {
+	for pos := q.sqExec; pos != u.wireEnd(); pos++ {
 		op := verbsio.Opcode(q.sq.WQE(pos).Opcode)
-		if (op == verbsio.OpRDMARead || op.IsAtomic()) && !u.slot(pos).done {
+		r := u.slot(pos)
+		switch {
+		case r.done || !r.started:
+		case op.IsAtomic():
 			n++
+		case op == verbsio.OpRDMARead:
+			asked := r.end
+			if pos == u.sendPos {
+				asked = u.sqPSN // partly asked for
+			}
+			if psn.Diff(r.rdNext, asked) > 0 {
+				n += int(r.first.Forward(asked.Add(-1)))/readPart - int(r.first.Forward(r.rdNext))/readPart + 1
+			}
 		}
 	}
 	return n
@@ -98,9 +118,9 @@ func (u *udpQP) transmit() {
 	if u.rnrUntil != 0 || u.paceAt != 0 {
 		return
 	}
-	for u.sendPos != q.sqPI {
+	for u.sendPos != q.sqPI && !u.rdLoss {
 		if u.cwnd == 0 {
-			u.cwnd, u.ssthresh = minWindow, maxInflight
+			u.cwnd, u.ssthresh = minWindow, initSSThresh
 		}
 		if q.typ == verbsio.QPTypeRC && !u.forceAck && u.inflight() >= u.cwnd {
 			// The window is full. A message that must ask for an
@@ -226,9 +246,21 @@ func (u *udpQP) unaPSN() psn.PSN {
 	if q.sqExec == u.wireEnd() {
 		return u.sqPSN
 	}
-	first := u.slot(q.sqExec).first
-	if psn.Diff(first, u.acked) > 0 && psn.Diff(u.acked, u.sqPSN) >= 0 {
-		return u.acked
+	r := u.slot(q.sqExec)
+	first := r.first
+	// Past the first PSN: what was acknowledged of a SEND or WRITE; what
+	// arrived of a READ's responses (a later response acknowledges the
+	// requests before it, not the READ's own missing ones); nothing of an
+	// atomic.
+	p := u.acked
+	switch op := verbsio.Opcode(q.sq.WQE(q.sqExec).Opcode); {
+	case op == verbsio.OpRDMARead:
+		p = r.rdNext
+	case op.IsAtomic():
+		return first
+	}
+	if psn.Diff(first, p) > 0 && psn.Diff(p, u.sqPSN) >= 0 {
+		return p
 	}
 	return first
 }
@@ -243,6 +275,12 @@ func (u *udpQP) inflight() int { return int(psn.Diff(u.unaPSN(), u.sqPSN)) }
 func (u *udpQP) wireEnd() uint32 {
 	if u.sendOff > 0 {
 		return u.sendPos + 1
+	}
+	if u.sendPos != u.q.sqPI {
+		// Being sent: its first packets are out.
+		if r := u.slot(u.sendPos); r.started && u.sqPSN != r.first {
+			return u.sendPos + 1
+		}
 	}
 	return u.sendPos
 }
@@ -392,8 +430,8 @@ func (u *udpQP) countSent(n int) {
 	}
 }
 
-// statusPaused is sendMessage's answer when pacing holds the rest of a
-// message back (not a completion status).
+// statusPaused is the answer of sendMessage and sendRead when pacing or
+// the window holds the rest of a message back (not a completion status).
 const statusPaused verbsio.Status = 0xff
 
 // sendRead transmits a READ request for the part not yet received.
@@ -404,16 +442,34 @@ func (u *udpQP) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 		return st
 	}
 	r.total = total
-	off := uint64(r.first.Forward(u.sqPSN)) * uint64(u.mtu) // after a go-back, what arrived already
+	r.end = r.first.Add(npackets(total, u.mtu))
+	if u.sqPSN == r.first {
+		r.rdNext = r.first
+	}
+	done := r.first.Forward(u.sqPSN) // packets asked for already (or answered, after a go-back)
+	off := uint64(done) * uint64(u.mtu)
 	rest := total - min(total, off)
+	// A READ longer than readPart packets is asked for in parts of
+	// readPart, each when the window has room: the responder (Soft-RoCE
+	// in a VM, say) would otherwise answer with a burst of the whole
+	// message. Parts lie on a fixed grid from the first PSN, so a request
+	// after a go-back ends where the part it repeats ended: a responder
+	// takes a repeated request only within the original one.
+	n := npackets(rest, u.mtu)
+	part := rest
+	if k := readPart - int(done)%readPart; n > k {
+		n, part = k, uint64(k)*uint64(u.mtu)
+	}
 	t := u.header(roce.RCReadRequest, u.sqPSN, true, q.destQPN)
-	t.RETH = roce.RETH{VA: w.RAddr + off, RKey: w.RKey, DMALen: uint32(rest)}
+	t.RETH = roce.RETH{VA: w.RAddr + off, RKey: w.RKey, DMALen: uint32(part)}
 	u.sendControl(&u.path)
-	r.rdNext = u.sqPSN
-	u.countSent(npackets(rest, u.mtu))
-	u.sqPSN = u.sqPSN.Add(npackets(rest, u.mtu))
-	r.end = u.sqPSN
+	u.countSent(n)
+	u.sqPSN = u.sqPSN.Add(n)
 	u.expectAnswer(u.sqPSN.Add(-1))
+	if part < rest {
+		u.sendOff = off + part
+		return statusPaused
+	}
 	return verbsio.StatusSuccess
 }
 
@@ -490,13 +546,18 @@ func (u *udpQP) sendUD(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 // successes and for every error; an error moves the QP to ERR.
 func (u *udpQP) completeDone() {
 	q := u.q
-	for q.sqExec != u.sendPos {
+	for q.sqExec != u.wireEnd() {
 		r := u.slot(q.sqExec)
 		if !r.done {
 			break
 		}
 		pos := q.sqExec
 		w := q.sq.WQE(pos)
+		if pos == u.sendPos {
+			// Failed while partly sent (a NAK for its first packets):
+			// the rest never goes.
+			u.sendPos, u.sendOff = pos+1, 0
+		}
 		if r.status != verbsio.StatusSuccess {
 			q.complete(pos, r.status, 0)
 			q.sqExec++
@@ -516,6 +577,9 @@ func (u *udpQP) completeDone() {
 	}
 	if u.nakActed && psn.Diff(u.nakPSN, u.unaPSN()) > 0 {
 		u.nakActed = false // the loss at nakPSN is repaired
+	}
+	if u.rdLoss && (q.sqExec == u.wireEnd() || verbsio.Opcode(q.sq.WQE(q.sqExec).Opcode) != verbsio.OpRDMARead) {
+		u.rdLoss = false // no READ waits for a response any more
 	}
 	if q.sqExec == u.wireEnd() {
 		u.deadline = 0
@@ -563,10 +627,16 @@ func (u *udpQP) ackUpTo(p psn.PSN) {
 			break // not covered yet
 		}
 		op := verbsio.Opcode(q.sq.WQE(pos).Opcode)
-		if op == verbsio.OpRDMARead || op.IsAtomic() {
-			// Acknowledged past a READ or atomic whose response never
-			// came: the response was lost; ask again.
-			u.goBackOnce(r.rdNextOrFirst(op))
+		if op == verbsio.OpRDMARead {
+			// Acknowledged past a READ whose responses have not all
+			// come: one was lost.
+			u.readLoss()
+			break
+		}
+		if op.IsAtomic() {
+			// Acknowledged past an atomic whose response never came:
+			// it was lost; ask again.
+			u.goBackOnce(r.first)
 			break
 		}
 		r.done = true
@@ -577,11 +647,33 @@ func (u *udpQP) ackUpTo(p psn.PSN) {
 	}
 }
 
-func (r *reqWQE) rdNextOrFirst(op verbsio.Opcode) psn.PSN {
-	if op == verbsio.OpRDMARead {
-		return r.rdNext
+// readLoss notes that a READ response was lost (a later one came first).
+// Asking again at once would queue the new responses behind those of the
+// requests still being answered, which then overtake them and look like
+// more losses (a storm). So the window halves now, nothing more is asked
+// for, and the requests are repeated from the oldest missing response
+// once the response to the last PSN asked for has come (settleReads), or
+// at the timeout.
+func (u *udpQP) readLoss() {
+	if u.rdLoss {
+		return
 	}
-	return r.first
+	u.rdLoss = true
+	u.ssthresh = max(u.cwnd/2, minWindow)
+	u.cwnd, u.caAcked = u.ssthresh, 0
+}
+
+// settleReads repeats the READ requests from the oldest missing response,
+// after a loss, once response ps is the last one asked for.
+func (u *udpQP) settleReads(ps psn.PSN) {
+	if !u.rdLoss || ps.Next() != u.sqPSN {
+		return
+	}
+	u.rdLoss = false
+	if u.rewind(u.unaPSN()) {
+		u.recovering = true
+		u.f.cnt.rewinds.Add(1)
+	}
 }
 
 // madeProgress resets the retry budget and restarts the timer after n
@@ -616,6 +708,7 @@ func (u *udpQP) goBackOnce(p psn.PSN) {
 
 // goBack rewinds transmission to PSN p (go-back-N) after a loss.
 func (u *udpQP) goBack(p psn.PSN) {
+	u.rdLoss = false
 	if !u.rewind(p) {
 		return
 	}
@@ -731,11 +824,11 @@ func (u *udpQP) onResponse(p *roce.Packet, from netip.AddrPort) {
 			break
 		}
 		if ps != r.rdNext {
+			u.f.cnt.duplicates.Add(1)
 			if psn.Diff(r.rdNext, ps) > 0 {
-				u.goBackOnce(r.rdNext) // a response was lost
-			} else {
-				u.f.cnt.duplicates.Add(1)
+				u.readLoss() // a response was lost
 			}
+			u.settleReads(ps)
 			break
 		}
 		if r.rdNext == r.first {
@@ -754,6 +847,7 @@ func (u *udpQP) onResponse(p *roce.Packet, from netip.AddrPort) {
 			r.done = true
 		}
 		u.madeProgress(1)
+		u.settleReads(ps)
 	}
 	u.completeDone()
 	if q.state != verbsio.QPStateErr {
