@@ -58,6 +58,10 @@ const (
 	// with exit code 4 and say why (rxe has no device memory and no
 	// packet pacing).
 	Unsupported
+	// Refused: perftest itself refuses the flags (Case.Why, in its
+	// words); both sides must end by themselves, non-zero, rperf with an
+	// error naming the flag.
+	Refused
 )
 
 // Case is one test and its flags, to be run in the setups, against the
@@ -73,6 +77,8 @@ type Case struct {
 	// RperfFlags are added on rperf's side only.
 	RperfFlags string
 	Expect     Expect
+	// Why is perftest's refusal of a Refused case.
+	Why string
 	// Limit bounds the whole line; 0 means DefaultLimit.
 	Limit time.Duration
 }
@@ -165,6 +171,18 @@ func HostCases() []Case {
 		add(Case{Test: t, Flags: "-x {gid4} " + iters(t)})
 		add(Case{Test: t, Flags: "-x {gid6} " + iters(t)})
 		add(Case{Test: t, Flags: "--ipv6 " + iters(t)})
+	}
+	// Flags perftest refuses (oob.Check has its words): rperf refuses
+	// them too.
+	for _, c := range []Case{
+		{Test: "atomic-lat", Flags: "-a", Why: "Message size cannot be changed for Atomic tests"},
+		{Test: "read-lat", Flags: "-c UC " + iters("read-lat"), Why: "UC connection not possible in READ/ATOMIC verbs"},
+		{Test: "write-bw", Flags: "-c UD " + iters("write-bw"), Why: "UD connection only possible in SEND verb"},
+		{Test: "send-lat", Flags: "-q 4 " + iters("send-lat"), Why: "Multiple QPs only available on bw tests"},
+		{Test: "write-lat", Flags: "-b " + iters("write-lat"), Why: "Bidirectional is only available in BW test"},
+	} {
+		c.Expect = Refused
+		add(c)
 	}
 	// Mismatched flags: rperf must end with a clear error, nothing hangs.
 	for _, c := range []Case{

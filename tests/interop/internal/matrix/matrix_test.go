@@ -4,8 +4,10 @@ package matrix
 
 import (
 	"fmt"
+	"github.com/rperf/rperf/tests/oob"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +69,43 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// TestRefusedAsPerftest checks that every case expected to be refused is
+// one perftest refuses, in the words oob.Check gives.
+func TestRefusedAsPerftest(t *testing.T) {
+	n := 0
+	for _, c := range HostCases() {
+		if c.Expect != Refused {
+			continue
+		}
+		n++
+		prog, ok := oob.ProgramFor(c.Test)
+		if !ok {
+			t.Fatalf("%s: no perftest program", c.Test)
+		}
+		var o oob.SequenceOptions
+		f := strings.Fields(c.Flags)
+		for i, a := range f {
+			switch a {
+			case "-a":
+				o.All = true
+			case "-b":
+				o.Duplex = true
+			case "-q":
+				o.QPs, _ = strconv.Atoi(f[i+1])
+			case "-c":
+				o.Conn = oob.ConnType(f[i+1])
+			}
+		}
+		err := oob.Check(prog, o)
+		if err == nil || !strings.Contains(err.Error(), c.Why) {
+			t.Errorf("%s %s: oob.Check says %v, the case says perftest refuses it with %q", c.Test, c.Flags, err, c.Why)
+		}
+	}
+	if n == 0 {
+		t.Error("no refused case")
+	}
+}
+
 // TestArgv checks the command lines of both sides of a host line in each
 // role, GID placeholders included.
 func TestArgv(t *testing.T) {
@@ -120,6 +159,9 @@ func TestJudge(t *testing.T) {
 		{"disagree between rperfs, one silent", Outcome{Line: Line{Case: Case{Expect: Disagree}, Peer: Peer{Name: "rperf", Kind: RperfPeer}}, RperfRC: 2, PeerRC: 1, RperfLog: write("g", disagree), PeerLog: write("h", "rperf: the peer closed\n")}, false, ""},
 		{"unsupported", Outcome{Line: Line{Case: Case{Expect: Unsupported}, Single: true}, RperfRC: 4, RperfLog: write("i", "rperf: dm-lat: rxe0 does not support the dm send path\n")}, true, "dm send path"},
 		{"unsupported but ran", Outcome{Line: Line{Case: Case{Expect: Unsupported}, Single: true}, RperfLog: write("j", "")}, false, ""},
+		{"refused by both", Outcome{Line: Line{Case: Case{Expect: Refused, Why: "UC connection not possible in READ/ATOMIC verbs"}, Peer: testPeers[0]}, RperfRC: 2, PeerRC: 1, RperfLog: write("k", "rperf: -c UC: read-lat runs over RC only\n")}, true, "READ/ATOMIC"},
+		{"refused by perftest only", Outcome{Line: Line{Case: Case{Expect: Refused}, Peer: testPeers[0]}, RperfRC: 0, PeerRC: 1, RperfLog: write("l", "")}, false, ""},
+		{"refused by rperf, perftest killed", Outcome{Line: Line{Case: Case{Expect: Refused}, Peer: testPeers[0]}, RperfRC: 2, PeerRC: 137, PeerKilled: true, RperfLog: write("m", "rperf: -b applies to bandwidth tests only\n")}, false, ""},
 	}
 	for _, tt := range tests {
 		o := tt.o

@@ -283,6 +283,8 @@ func (e *Env) judge(o *Outcome) {
 		o.Pass = o.RperfRC == 0 && !o.RperfKilled && (o.Single || o.PeerRC == 0 && !o.PeerKilled)
 	case Unsupported:
 		o.Pass = o.RperfRC == 4 && !o.RperfKilled && rerr != ""
+	case Refused:
+		o.Pass = o.RperfRC != 0 && !o.RperfKilled && rerr != "" && o.PeerRC != 0 && !o.PeerKilled
 	case Disagree:
 		o.Pass = o.RperfRC != 0 && !o.RperfKilled && rerr != ""
 		if o.Peer.Kind == RperfPeer {
@@ -304,6 +306,9 @@ func (e *Env) judge(o *Outcome) {
 	}
 	if o.Pass && o.Expect == Pass {
 		o.Reason = ""
+	}
+	if o.Pass && o.Expect == Refused {
+		o.Reason = "perftest: \"" + o.Why + "\"; " + rerr
 	}
 }
 
@@ -379,8 +384,11 @@ func Row(o Outcome) string {
 		rcs += "/" + rc(o.PeerRC, o.PeerKilled)
 	}
 	res := "PASS"
-	if !o.Pass {
+	switch {
+	case !o.Pass:
 		res = "FAIL"
+	case o.Expect == Refused:
+		res = "REFUSED" // as expected: perftest refuses it too
 	}
 	tail := ""
 	if !o.Pass {
@@ -391,7 +399,7 @@ func Row(o Outcome) string {
 	} else if o.Expect != Pass && o.Reason != "" {
 		tail = truncate(o.Reason, 140)
 	}
-	return fmt.Sprintf("%s %-11s %-6s %5.1fs  %s", Describe(o.Line), rcs, res, o.Wall.Seconds(), tail)
+	return fmt.Sprintf("%s %-11s %-7s %5.1fs  %s", Describe(o.Line), rcs, res, o.Wall.Seconds(), tail)
 }
 
 // rperfWhere names where rperf runs: "host" (udp_br0) or "vm" (rxe0).
