@@ -134,6 +134,7 @@ type udpQP struct {
 	caAcked    int     // packets acknowledged towards the next one-packet growth above ssthresh
 	acked      psn.PSN // the PSN after the highest one acknowledged (inside a message too)
 	rdLoss     bool    // a READ response was lost; asking again waits (readLoss)
+	backoff    uint    // timeouts in a row (up to maxBackoff): the timeout doubles each
 	highPSN    psn.PSN // the PSN after the highest one ever sent (resends are below it)
 	timeout    int64
 	active     bool

@@ -82,6 +82,11 @@ func npackets(n uint64, mtu int) int {
 	return int((n + uint64(mtu) - 1) / uint64(mtu))
 }
 
+// maxBackoff bounds the doublings of the retransmission timeout after
+// timeouts in a row: with retry count 7 and timeout 14 (67 ms), a peer
+// silent for 12.8 s in all (67 ms × (1+2+4+8+16+32+64+64)) is gone.
+const maxBackoff = 6
+
 // readPart is the most packets one READ request asks for (sendRead).
 const readPart = minWindow
 
@@ -227,7 +232,7 @@ func (u *udpQP) arm() {
 	}
 	switch {
 	case u.ackOut && u.timeout > 0:
-		u.deadline = now() + u.timeout
+		u.deadline = now() + u.timeout<<u.backoff
 	case u.ackOut:
 		u.deadline = 0 // timeout 0: wait for ever
 	default:
@@ -629,8 +634,9 @@ func (u *udpQP) ackUpTo(p psn.PSN) {
 		op := verbsio.Opcode(q.sq.WQE(pos).Opcode)
 		if op == verbsio.OpRDMARead {
 			// Acknowledged past a READ whose responses have not all
-			// come: one was lost.
-			u.readLoss()
+			// come: the responder answered it before, so they were
+			// lost; ask again.
+			u.goBackOnce(r.rdNext)
 			break
 		}
 		if op.IsAtomic() {
@@ -690,6 +696,7 @@ func (u *udpQP) madeProgress(n int) {
 	u.cwnd = min(u.cwnd, maxInflight)
 	u.retryLeft = int(q.attr.RetryCnt)
 	u.rnrLeft = int(q.attr.RNRRetry)
+	u.backoff = 0
 	u.deadline = 0 // re-armed when the completions are retired
 }
 
@@ -926,6 +933,11 @@ func (u *udpQP) tick(t int64) {
 			return
 		}
 		u.f.cnt.timeouts.Add(1)
+		// Each timeout in a row doubles the next (up to maxBackoff
+		// doublings): a peer that stalls for a while (a VM off the
+		// CPU) is waited for instead of declared gone after the
+		// retry count's worth of one timeout.
+		u.backoff = min(u.backoff+1, maxBackoff)
 		if u.retryLeft == 0 {
 			u.failAt(u.unaPSN(), verbsio.StatusRetryExcErr)
 			u.completeDone()
