@@ -22,6 +22,14 @@
 // receives of SEND tests, and a barrier, so that neither side sends
 // before the other is ready.
 //
+// That is rperf's own sequence, which two rperfs run. Against perftest
+// (a peer whose version has no rperf suffix) the session follows instead
+// the sequence of the peer's program and release (oob.Release.Sequence,
+// script.go): its key exchanges, barriers, reports and close in perftest's
+// counts and places; Run walks it, calling Measure for each run with no
+// exchange of its own, a Reporter for reports and a Preparer before the
+// exchanges that lead to a run (Scripted tells a family which applies).
+//
 // Each QP owns two regions of the buffer, each rounded up to the page
 // size: a send region (the local side of every WRITE, SEND, READ or
 // atomic) and a receive region, whose address and key the peer learns in
