@@ -482,6 +482,12 @@ func (r *runner) receiverResult(size int, iters int64, st recvStats) (reports.Re
 	cfg := r.cfg
 	res := reports.Result{Test: cfg.Test.Name(), Bytes: int64(size), Mode: reports.ModeIterations}
 	msgs, elapsed := st.count, st.last-st.first
+	if elapsed <= 0 && msgs > 0 {
+		// Every message came in one poll (a few small ones): no
+		// interval between the first and the last, so the run is
+		// timed from when this side began to wait for it.
+		elapsed = st.last - st.began
+	}
 	if st.dur {
 		res.Mode = reports.ModeDuration
 		msgs, elapsed = st.winCount, st.window
@@ -870,6 +876,7 @@ func (x *sender) finish(stop bool) error {
 type recvStats struct {
 	count       int64 // messages received
 	first, last int64 // first and last receive
+	began       int64 // when the receiver began to wait for them
 	dur         bool
 	winCount    int64
 	window      int64
@@ -926,6 +933,7 @@ func (r *receiver) start(iters int64, ph *session.Phases) {
 	r.ph, r.ndone, r.st, r.winBeg, r.spins, r.stalled = ph, 0, recvStats{dur: ph != nil}, 0, 0, false
 	r.iters, r.ticks, r.over = iters, 0, false
 	r.lastRx = clock.Now()
+	r.st.began = r.lastRx
 }
 
 // ownEnd reports, against a perftest sender in duration mode, whether this
