@@ -124,7 +124,7 @@ var specs = map[string]flagSpec{
 	"all":           {usage: "run every size from 2 to 2^23 bytes (see --max-size)", applies: notAtomic},
 	"iters":         {usage: "iterations per size", field: "Iterations"},
 	"duration":      {usage: "duration mode: run each size for this many seconds", field: "Duration"},
-	"margin":        {usage: "with -D: warm-up and cool-down margin in seconds, not counted", field: "Margin"},
+	"margin":        {usage: "with -D: warm-up and cool-down margin in seconds, not counted (default: a quarter of -D, in whole seconds, as perftest)", field: "Margin"},
 	"tx-depth":      {usage: "send queue depth: messages outstanding per QP", field: "TxDepth"},
 	"rx-depth":      {usage: "receives kept posted per QP", field: "RxDepth", applies: sendOnly, what: "the send tests"},
 	"post_list":     {usage: "post this many requests per post call; CQ moderation then equals it", field: "PostList", applies: bwOnly, what: "bandwidth tests"},
@@ -175,7 +175,7 @@ func (o *options) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.all, "all", "a", false, specs["all"].usage)
 	fs.IntVarP(&o.iters, "iters", "n", 0, specs["iters"].usage)
 	fs.IntVarP(&o.duration, "duration", "D", 0, specs["duration"].usage)
-	fs.IntVarP(&o.margin, "margin", "f", 2, specs["margin"].usage)
+	fs.IntVarP(&o.margin, "margin", "f", 0, specs["margin"].usage)
 	fs.IntVarP(&o.txDepth, "tx-depth", "t", 0, specs["tx-depth"].usage)
 	fs.IntVarP(&o.rxDepth, "rx-depth", "r", session.DefaultRxDepth, specs["rx-depth"].usage)
 	fs.IntVarP(&o.postList, "post_list", "l", 1, specs["post_list"].usage)
@@ -394,6 +394,9 @@ func (o *options) validate(args []string) error {
 		return cli.Usagef("-f %d is the margin of duration mode; add -D, or drop -f", o.margin)
 	case o.changed("duration") && o.duration < 1:
 		return cli.Usagef("-D %d: the duration must be at least 1 second", o.duration)
+	}
+	if o.changed("duration") && !o.changed("margin") {
+		o.margin = o.duration / 4 // perftest's default margin
 	}
 
 	// Values whose 0 means "not given" in the configuration: given, they

@@ -146,8 +146,8 @@ func TestModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := o.latencyConfig([]int{2})
-	if cfg.Duration != 5*time.Second || cfg.Margin != 2*time.Second {
-		t.Errorf("duration %v margin %v, want 5s 2s (perftest's -f default)", cfg.Duration, cfg.Margin)
+	if cfg.Duration != 5*time.Second || cfg.Margin != 1*time.Second {
+		t.Errorf("duration %v margin %v, want 5s 1s (perftest's -f default: a quarter of -D, in whole seconds)", cfg.Duration, cfg.Margin)
 	}
 	o, err = parse(t, "send-bw", "-D", "3", "-f", "1", "-q", "2", "-b", "--report_gbits", "-N")
 	if err != nil {
@@ -218,7 +218,7 @@ func TestBadFlags(t *testing.T) {
 		{"write-lat", []string{"-a", "--max-size", "1"}, "give 2 or more"},
 		{"write-lat", []string{"-n", "0"}, "at least 5 iterations"},
 		{"write-lat", []string{"-D", "0"}, "at least 1 second"},
-		{"write-lat", []string{"-D", "2"}, "longer than twice the margin"},
+		{"write-lat", []string{"-D", "2", "-f", "1"}, "longer than twice the margin"},
 		{"write-lat", []string{"-D", "5", "-f", "-1"}, "margin cannot be negative"},
 		{"write-lat", []string{"-n", "10", "-D", "5"}, "-n and -D conflict"},
 		{"write-lat", []string{"-f", "1"}, "add -D"},
