@@ -449,8 +449,8 @@ func TestUDPStreamsUnderLoss(t *testing.T) {
 // NIC ring and tap queue do for Soft-RoCE): the window must adapt so that
 // retransmissions stay under 5% of the packets sent, for a stream of
 // 64 KiB WRITEs and one of 1 MiB SENDs. (1 MiB READs, whose responses the
-// window bounds by asking for them in parts, resend 6.4% here in most
-// runs and 40-70% in about one run of ten: not yet under this bound.)
+// window bounds by asking for them in parts, resend 6.4% here in seven
+// runs of eight and 23% in the eighth: not yet under this bound.)
 func TestUDPSlowPeerWindow(t *testing.T) {
 	const (
 		bufSize = 4 << 20

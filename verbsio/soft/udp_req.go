@@ -835,6 +835,10 @@ func (u *udpQP) onResponse(p *roce.Packet, from netip.AddrPort) {
 			if psn.Diff(r.rdNext, ps) > 0 {
 				u.readLoss() // a response was lost
 			}
+			// The responder is still answering (a slow one streams
+			// for longer than the timeout): restart the timer, or it
+			// would ask again for what is on its way.
+			u.deadline = 0
 			u.settleReads(ps)
 			break
 		}
