@@ -471,6 +471,10 @@ func (o *options) sizesFor(attr verbsio.DeviceAttr, port verbsio.PortAttr, dev s
 	}
 	if !o.all {
 		n := o.sizes[0]
+		if o.qpType == verbsio.QPTypeUD && n > mtu && !o.changed("size") {
+			// perftest's default size over UD is the path MTU.
+			return []int{mtu}, nil
+		}
 		switch {
 		case n < 1:
 			return nil, cli.Usagef("-s %s: message size must be between 1 and %d (%s's max_msg_sz)", o.size, maxMsg, dev)

@@ -122,6 +122,9 @@ func TestSizes(t *testing.T) {
 		{"write-lat", []string{"-a", "--max-size", "100"}, pow(2, 64)},
 		{"write-lat", []string{"-s", "1g"}, []int{1 << 30}},
 		{"write-lat", []string{"-s", "3"}, []int{3}},
+		// Over UD without -s, perftest's size is the path MTU.
+		{"send-bw", []string{"-c", "UD"}, []int{4096}},
+		{"send-bw", []string{"-c", "UD", "-m", "1024"}, []int{1024}},
 	}
 	for _, c := range cases {
 		t.Run(c.command+" "+strings.Join(c.args, " "), func(t *testing.T) {
