@@ -5,6 +5,7 @@ package matrix
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -105,6 +106,24 @@ func (e *Env) Run(ctx context.Context, l Line) Outcome {
 	srv, cli := peer, rp
 	if l.RperfServer {
 		srv, cli = rp, peer
+	}
+	if l.Expect == Refused {
+		// Both refuse the flags before they connect: each runs on
+		// its own, bounded by the grace period.
+		sp, serr := e.start(srv, limit)
+		cp, cerr := e.start(cli, limit)
+		for _, p := range []vm.Proc{sp, cp} {
+			if p != nil {
+				waitOne(ctx, p, e.Grace)
+			}
+		}
+		e.record(&o, l, sp, cp)
+		o.Wall = time.Since(begin)
+		e.judge(&o)
+		if err := errors.Join(serr, cerr); err != nil {
+			o.Pass, o.Reason = false, err.Error()
+		}
+		return o
 	}
 	sp, cp, err := e.RunPair(ctx, srv.runner, srv.argv, srv.log, cli.runner, cli.argv, cli.log, limit)
 	e.record(&o, l, sp, cp)
