@@ -45,6 +45,7 @@ package latency
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -351,6 +352,11 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 	waitPeer := s.NewWaiter(ctx, what, true)
 	waitOwn := s.NewWaiter(ctx, "the completion of "+sendWhat, false)
 	sm := r.newSampler(clock.Now())
+	if dur && s.Scripted() {
+		// perftest ends at its own end of -D and sends no stop: so
+		// does this side.
+		waitPeer.Until = sm.ph.EndAt
+	}
 	buf := s.Buf
 	dmem := s.DM != nil // the buffers are in device memory: reached by copies
 	drive, validate := s.PollDriven, cfg.Validate
@@ -386,6 +392,9 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 						}
 					}
 					if err := waitPeer.Spin(); err != nil {
+						if errors.Is(err, session.ErrOwnEnd) {
+							return sm.stats(0), nil
+						}
 						return stats{}, err
 					}
 				}
@@ -396,6 +405,9 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 				}
 			} else {
 				wc, err := r.rcomp.Wait(waitPeer, what)
+				if errors.Is(err, session.ErrOwnEnd) {
+					return sm.stats(0), nil
+				}
 				if err != nil {
 					return stats{}, err
 				}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -60,7 +61,14 @@ type Waiter struct {
 	// Index is the iteration or message the loop waits for; it appears in
 	// errors.
 	Index int64
+	// Until, when non-zero, is a clock time at which Check ends the wait
+	// with ErrOwnEnd: against perftest in duration mode each side stops at
+	// its own end, whatever the peer is doing.
+	Until int64
 }
+
+// ErrOwnEnd is Check's error when the wait reached Waiter.Until.
+var ErrOwnEnd = errors.New("this side's duration ended")
 
 // NewWaiter returns a Waiter for waits described by what (e.g. "the
 // peer's RDMA WRITE"). With probe set, and on RC, a wait longer than
@@ -118,6 +126,9 @@ func (w *Waiter) Check() error {
 	default:
 	}
 	now := clock.Now()
+	if w.Until != 0 && now >= w.Until {
+		return ErrOwnEnd
+	}
 	w.maybeYield(now)
 	if w.since == 0 {
 		w.since = now
