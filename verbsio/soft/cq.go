@@ -192,6 +192,9 @@ func (q *cq) drive() { q.ctx.fab.progress(q) }
 func (q *cq) ringError() error {
 	h := q.ring.Header()
 	if h.Overrun.Load() != 0 {
+		if !q.overrunSeen {
+			q.ctx.async.post(verbsio.AsyncEvent{Type: verbsio.EventCQErr, CQ: q})
+		}
 		q.overrunSeen = true
 	}
 	if q.overrunSeen {

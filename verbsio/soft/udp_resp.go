@@ -33,6 +33,9 @@ func (u *udpQP) onRequest(p *roce.Packet, from netip.AddrPort) {
 			u.f.cnt.wrongPeer.Add(1)
 			return
 		}
+		if u.commEst {
+			u.established()
+		}
 	}
 	if p.BTH.Opcode.Transport() != roce.Transport(transportBase(q.typ)) {
 		u.f.cnt.malformed.Add(1)
