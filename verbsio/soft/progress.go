@@ -64,7 +64,8 @@ func (c *Context) holdProgress(eager bool) (release func()) {
 	if !ok {
 		return func() {}
 	}
-	if !c.bg.on {
+	start := !c.bg.on
+	if start {
 		efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 		if err != nil {
 			return func() {}
@@ -72,8 +73,6 @@ func (c *Context) holdProgress(eager bool) (release func()) {
 		c.bg.efd = efd
 		c.bg.done = make(chan struct{})
 		c.bg.eager, c.bg.lazy = 0, 0
-		c.bg.on = true
-		go c.serve(p)
 	}
 	c.bg.mu.Lock()
 	if eager {
@@ -82,7 +81,12 @@ func (c *Context) holdProgress(eager bool) (release func()) {
 		c.bg.lazy++
 	}
 	c.bg.mu.Unlock()
-	c.wakeServe()
+	if start {
+		c.bg.on = true
+		go c.serve(p)
+	} else {
+		c.wakeServe()
+	}
 	done := c.bg.done
 	var once sync.Once
 	return func() {

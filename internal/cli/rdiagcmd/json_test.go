@@ -31,7 +31,7 @@ var (
 	gidFields     = []string{"device", "gid", "index", "netdev", "perftest_pick", "port", "raw", "type"}
 	checkFields   = []string{"counts", "engine", "exit_code", "findings", "result"}
 	findingFields = []string{"check", "fix", "severity", "what"}
-	pcapFields    = []string{"error", "file", "first_timestamp", "flow_count", "flows", "format", "frames", "icrc_errors",
+	pcapFields    = []string{"cm_mads", "cm_mads_omitted", "error", "file", "first_timestamp", "flow_count", "flows", "format", "frames", "icrc_errors",
 		"last_timestamp", "malformed_frames", "malformed_reasons", "non_roce_frames", "packets", "payload_bytes",
 		"truncated_frames"}
 	flowFields = []string{"acks", "becn", "cnps", "dest_qp", "dst", "fecn", "first_timestamp", "icrc_errors",
