@@ -467,7 +467,6 @@ func (r *rawPeer) sendMAD(t *testing.T, tid uint64, msg mad.Message) {
 	r.send(t, r.packet(t, b, mad.QP1QKey))
 }
 
-
 // recv returns the next MAD the engine sent, or false after d.
 func (r *rawPeer) recv(t *testing.T, d time.Duration) (mad.MAD, bool) {
 	t.Helper()
