@@ -279,6 +279,7 @@ func (r *runner) Shape(spec *session.Spec) {
 	cfg := r.cfg
 	spec.QPs, spec.TxDepth = cfg.QPs, cfg.txDepth()
 	spec.SendSlots, spec.RecvSlots = cfg.slots()
+	spec.PeerSends = cfg.Bidirectional
 }
 
 // Roles: the sender loop posts, the receiver loop (send_bw) reposts.

@@ -118,8 +118,9 @@ type runner struct {
 
 func (r *runner) Check() error { return r.cfg.Check() }
 
-// Shape leaves the session's shape as Config.Spec has it: one QP.
-func (r *runner) Shape(*session.Spec) {}
+// Shape leaves the session's shape as Config.Spec has it (one QP); both
+// sides send.
+func (r *runner) Shape(spec *session.Spec) { spec.PeerSends = true }
 
 // Roles: every side posts and receives (a SEND ping-pong receives; the
 // others leave the receive side idle).

@@ -358,7 +358,7 @@ func (c *pathsCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	var listening func(int)
 	if o.loopbackServer {
-		listening = reportPort
+		listening = func(port int) { reportPort(port, 0) }
 	}
 	return c.side(ctx, p, stdout, stderr, listening)
 }
