@@ -125,6 +125,7 @@ func Dial(ctx context.Context, dev *verbsio.Context, src netip.Addr, dst netip.A
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	for {
 		err = c.dial(src, dst)
 		if err == nil {
@@ -138,7 +139,7 @@ func Dial(ctx context.Context, dev *verbsio.Context, src netip.Addr, dst netip.A
 		case <-ctx.Done():
 			t.Stop()
 			c.Close()
-			return nil, fmt.Errorf("rdma_cm: connect to %s: %w (last attempt: %v)", dst, ctx.Err(), err)
+			return nil, fmt.Errorf("%v (tried for %v)", err, time.Since(start).Round(100*time.Millisecond))
 		case <-t.C:
 		}
 	}
@@ -147,7 +148,7 @@ func Dial(ctx context.Context, dev *verbsio.Context, src netip.Addr, dst netip.A
 }
 
 // errRefused marks a REJ of reason 8: nothing listens on the port.
-var errRefused = errors.New("refused")
+var errRefused = errors.New("REJ reason 8")
 
 // dial makes one connection attempt; a refused one leaves the channel as
 // newChannel made it.
@@ -187,7 +188,7 @@ func eventError(ev *cm.Event, err error, dst netip.AddrPort) error {
 	case ev.Type == cm.EventEstablished:
 		return nil
 	case ev.Type == cm.EventRejected && ev.Status == 8:
-		return fmt.Errorf("rdma_cm: connect to %s: %w: nothing listens on port %d there (REJ reason 8); start the server first, with -R too", dst, errRefused, dst.Port())
+		return fmt.Errorf("rdma_cm: connect to %s: nothing listens on port %d there (%w); start the server first, with -R too", dst, dst.Port(), errRefused)
 	case ev.Type == cm.EventRejected:
 		return fmt.Errorf("rdma_cm: connect to %s: rejected with reason %d", dst, ev.Status)
 	case ev.Type == cm.EventUnreachable:

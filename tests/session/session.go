@@ -192,8 +192,8 @@ type Session struct {
 	cm *rdmacm.Channel
 	// Layout of the buffer: each QP's send and receive regions.
 	sendBytes, recvBytes, sendSlots, recvSlots int
-	probeWR  [1]verbsio.SendWR
-	wcs      [1]verbsio.WC // send CQ scratch (probes)
+	probeWR                                    [1]verbsio.SendWR
+	wcs                                        [1]verbsio.WC // send CQ scratch (probes)
 
 	// A liveness probe is outstanding (see Waiter); the next may go at
 	// nextProbe.

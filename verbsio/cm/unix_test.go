@@ -300,3 +300,37 @@ func cmChild(port uint16, udpPort int) error {
 	_, err = next(EventDisconnected)
 	return err
 }
+
+// TestUnixRefused: a request to a loopback port nobody listens on is
+// refused as the kernel refuses it: REJECTED with reason 8 for RC,
+// UNREACHABLE with SIDR status 1 ("service ID not supported") for UD, at
+// once, not after the CM's retries.
+func TestUnixRefused(t *testing.T) {
+	tests := []struct {
+		name   string
+		ps     PortSpace
+		qpType verbsio.QPType
+		want   EventType
+		status int
+	}{
+		{"RC", PortSpaceTCP, verbsio.QPTypeRC, EventRejected, 8},
+		{"UD", PortSpaceUDP, verbsio.QPTypeUD, EventUnreachable, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cli := unixSide(t)
+			id := cli.resolve(t, tt.ps, tt.qpType, netip.AddrPortFrom(netip.IPv6Loopback(), 7599))
+			if _, err := id.CreateQP(cli.pd, cli.qp(t, tt.qpType)); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			if err := id.Connect(&ConnParam{RetryCount: 7, RNRRetryCount: 7}); err != nil {
+				t.Fatal(err)
+			}
+			e := cli.event(t, tt.want)
+			if e.Status != tt.status || time.Since(start) > time.Second {
+				t.Fatalf("%s status %d after %v, want status %d at once", e.Type, e.Status, time.Since(start), tt.status)
+			}
+		})
+	}
+}

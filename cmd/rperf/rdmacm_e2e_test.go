@@ -1,0 +1,115 @@
+package main_test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rperf/rperf/reports"
+)
+
+// -R (--rdma_cm) end to end, engine to engine: the out-of-band messages
+// and the test QPs go through rdma_cm (the CM MADs over shm0's Unix
+// sockets or udp_lo's QP1), with --validate checking every byte.
+
+func TestRDMACMEveryCommand(t *testing.T) {
+	for _, dev := range []string{"shm0", "udp_lo"} {
+		for _, c := range commands {
+			t.Run(dev+"/"+c, func(t *testing.T) {
+				out := filepath.Join(t.TempDir(), "r.json")
+				r := rperf(t, append(udpArgs(c), "-R", "-d", dev, "--loopback", "--json", out)...)
+				if r.code != 0 {
+					t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
+				}
+				checkRDMACM(t, r, out, c, dev, 1)
+			})
+		}
+	}
+}
+
+// checkRDMACM checks a -R run's header and its document of n results.
+func checkRDMACM(t *testing.T, r result, out, c, dev string, n int) {
+	t.Helper()
+	for _, want := range []string{"rdma_cm QPs     : ON", "Data ex. method : rdma_cm", "Device         : " + dev} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("no %q in:\n%s", want, r.stdout)
+		}
+	}
+	doc, err := reports.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Results) != n {
+		t.Fatalf("%d results, want %d:\n%s", len(doc.Results), n, r.stdout)
+	}
+	for _, res := range doc.Results {
+		if res.Test != testName(c) || res.Iterations <= 0 {
+			t.Errorf("result %s %d B %d iterations", res.Test, res.Bytes, res.Iterations)
+		}
+	}
+}
+
+// TestRDMACMShapes runs -R on the shapes with their own rdma_cm steps:
+// UD (SIDR; the client's QP-number message when the server sends too),
+// several QPs (one connection each), and READ's responder resources.
+func TestRDMACMShapes(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"UD send-bw", []string{"send-bw", "-c", "UD", "-s", "1024", "-n", "300", "--validate"}},
+		{"UD send-bw -b", []string{"send-bw", "-c", "UD", "-s", "1024", "-n", "300", "-b"}},
+		{"UD send-lat", []string{"send-lat", "-c", "UD", "-s", "64", "-n", "300", "--validate"}},
+		{"write-bw -q 4", []string{"write-bw", "-q", "4", "-s", "4096", "-n", "300", "--validate"}},
+		{"read-bw -o 4", []string{"read-bw", "-o", "4", "-s", "4096", "-n", "300"}},
+	}
+	for _, dev := range []string{"shm0", "udp_lo"} {
+		for _, tt := range tests {
+			t.Run(dev+"/"+tt.name, func(t *testing.T) {
+				out := filepath.Join(t.TempDir(), "r.json")
+				r := rperf(t, append(tt.args, "-R", "-d", dev, "--loopback", "--json", out)...)
+				if r.code != 0 {
+					t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
+				}
+				checkRDMACM(t, r, out, tt.args[0], dev, 1)
+			})
+		}
+	}
+}
+
+// TestRDMACMSeparateSides runs the server and the client of udp_lo as
+// separate commands, as on two hosts: the server's engine on a UDP port of
+// its own (--udp-port), which the client's CM is told (--peer-udp-port).
+func TestRDMACMSeparateSides(t *testing.T) {
+	udpPort, port := freeUDPPort(t), freePort(t)
+	srvOut := filepath.Join(t.TempDir(), "srv.json")
+	srv := exec.Command(rperfBin, "write-lat", "-R", "-d", "udp_lo", "--udp-port", udpPort, "-p", port, "-n", "200", "--json", srvOut)
+	done := make(chan result, 1)
+	go func() { done <- runCmd(t, srv) }()
+	cliOut := filepath.Join(t.TempDir(), "cli.json")
+	cli := rperf(t, "write-lat", "-R", "-d", "udp_lo", "--udp-port", "0", "--peer-udp-port", udpPort, "-p", port, "-n", "200", "--json", cliOut, "127.0.0.1")
+	s := <-done
+	if cli.code != 0 || s.code != 0 {
+		t.Fatalf("client exit %d: %s\nserver exit %d: %s", cli.code, cli.stderr, s.code, s.stderr)
+	}
+	checkRDMACM(t, cli, cliOut, "write-lat", "udp_lo", 1)
+	checkRDMACM(t, s, srvOut, "write-lat", "udp_lo", 1)
+}
+
+// TestRDMACMErrors: a client with nobody listening fails naming the cause,
+// and -R refuses what rdma_cm cannot do.
+func TestRDMACMErrors(t *testing.T) {
+	r := rperf(t, "send-bw", "-R", "-d", "shm0", "-p", freePort(t), "--timeout", "2s", "127.0.0.1")
+	if r.code == 0 || !strings.Contains(r.stderr, "nothing listens on port") {
+		t.Errorf("no server: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = rperf(t, "send-bw", "-R", "-c", "UC", "--loopback")
+	if r.code != 2 || !strings.Contains(r.stderr, "rdma_cm connects RC and UD QPs only") {
+		t.Errorf("-c UC: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = rperf(t, "send-bw", "--peer-udp-port", "5000", "-d", "udp_lo", "--loopback")
+	if r.code != 2 || !strings.Contains(r.stderr, "applies with -R") {
+		t.Errorf("--peer-udp-port without -R: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
