@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rperf/rperf/reports"
 )
@@ -111,5 +112,52 @@ func TestRDMACMErrors(t *testing.T) {
 	r = rperf(t, "send-bw", "--peer-udp-port", "5000", "-d", "udp_lo", "--loopback")
 	if r.code != 2 || !strings.Contains(r.stderr, "applies with -R") {
 		t.Errorf("--peer-udp-port without -R: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestRping runs rperf's rping server and client against each other as
+// two processes, over shm0 (Unix sockets) and udp_lo (each engine on its
+// own UDP port), with every echo checked and printed as rping -v does.
+func TestRping(t *testing.T) {
+	tests := []struct {
+		name     string
+		srv, cli []string
+	}{
+		{"shm0", []string{"-d", "shm0", "-a", "::1"}, []string{"-d", "shm0", "-a", "::1"}},
+		{"udp_lo", nil, []string{"-d", "udp_lo", "-a", "127.0.0.1", "--udp-port", "0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			port := freePort(t)
+			srvArgs, cliArgs := tt.srv, tt.cli
+			if tt.name == "udp_lo" {
+				udp := freeUDPPort(t)
+				srvArgs = []string{"-d", "udp_lo", "-a", "127.0.0.1", "--udp-port", udp}
+				cliArgs = append(cliArgs, "--peer-udp-port", udp)
+			}
+			srv := exec.Command(rperfBin, append([]string{"rping", "-s", "-v", "-p", port, "--timeout", "20s"}, srvArgs...)...)
+			done := make(chan result, 1)
+			go func() { done <- runCmd(t, srv) }()
+			var cli result
+			for try := 0; try < 50; try++ { // until the server listens
+				cli = rperf(t, append([]string{"rping", "-c", "-v", "-V", "-C", "3", "-S", "40", "-p", port}, cliArgs...)...)
+				if cli.code == 0 || !strings.Contains(cli.stderr, "no rping server listens") {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			s := <-done
+			if cli.code != 0 || s.code != 0 {
+				t.Fatalf("client exit %d: %s\nserver exit %d: %s", cli.code, cli.stderr, s.code, s.stderr)
+			}
+			// 40 bytes: "rdma-ping-N: ", 26 letters from rping's rotating start, NUL.
+			want := "ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQRSTUVWXYZ\nping data: rdma-ping-1: BCDEFGHIJKLMNOPQRSTUVWXYZ[\nping data: rdma-ping-2: CDEFGHIJKLMNOPQRSTUVWXYZ[\\\n"
+			if cli.stdout != want {
+				t.Errorf("client printed\n%s\nwant\n%s", cli.stdout, want)
+			}
+			if strings.Count(s.stdout, "server ping data: rdma-ping-") != 3 {
+				t.Errorf("server printed\n%s", s.stdout)
+			}
+		})
 	}
 }

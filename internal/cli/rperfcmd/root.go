@@ -65,7 +65,7 @@ peers started with different ones), 3 rperf compare found a regression,
 	for _, t := range session.Tests {
 		root.AddCommand(newTestCommand(t))
 	}
-	root.AddCommand(newPathsCommand(), newDMLatCommand(), newPacingCommand())
+	root.AddCommand(newPathsCommand(), newDMLatCommand(), newPacingCommand(), newRpingCommand())
 	root.AddCommand(comparecmd.New(nil), plotcmd.New(nil))
 	root.AddCommand(suitecmd.New(nil))
 	return root
