@@ -471,12 +471,32 @@ func (c *Channel) await(cq *verbsio.CQ, wcs []verbsio.WC, dl *atomic.Int64) (ver
 		if d := dl.Load(); d != 0 && time.Now().UnixNano() >= d {
 			return verbsio.WC{}, os.ErrDeadlineExceeded
 		}
+		if spins%64 == 63 && c.peerGone() {
+			// The peer disconnected: the CM does not flush our QP (Linux's
+			// does not either until we disconnect), so say it here.
+			return verbsio.WC{}, fmt.Errorf("the peer disconnected the rdma_cm channel: %w", io.EOF)
+		}
 		if spins < 64 {
 			runtime.Gosched()
 		} else {
 			time.Sleep(time.Duration(min(spins, 1000)) * time.Microsecond)
 		}
 	}
+}
+
+// peerGone reports whether the channel's DISCONNECTED came, without
+// waiting.
+func (c *Channel) peerGone() bool {
+	for !c.disc[c.id] {
+		ev, err := c.ch.GetEvent(0)
+		if err != nil {
+			return false
+		}
+		if ev.Type == cm.EventDisconnected {
+			c.disc[ev.ID] = true
+		}
+	}
+	return true
 }
 
 // LocalAddr implements net.Conn.
