@@ -107,6 +107,8 @@ type Channel struct {
 	// disc are identifiers whose DISCONNECTED came while waiting for
 	// other events.
 	disc map[*cm.ID]bool
+	// answered are test QPs' identifiers whose peer's DREQ got its DREP.
+	answered map[*cm.ID]bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -191,6 +193,8 @@ func eventError(ev *cm.Event, err error, dst netip.AddrPort) error {
 		return fmt.Errorf("rdma_cm: connect to %s: nothing listens on port %d there (%w); start the server first, with -R too", dst, dst.Port(), errRefused)
 	case ev.Type == cm.EventRejected:
 		return fmt.Errorf("rdma_cm: connect to %s: rejected with reason %d", dst, ev.Status)
+	case ev.Type == cm.EventUnreachable && ev.Status == 1:
+		return fmt.Errorf("rdma_cm: resolve the UD QP at %s: nothing listens on UDP port space port %d there (SIDR status 1, %w); start the server first, with -R too", dst, dst.Port(), errRefused)
 	case ev.Type == cm.EventUnreachable:
 		return fmt.Errorf("rdma_cm: connect to %s: unreachable (status %d): no answer from its CM; is the address right and, for rperf's engine, --peer-udp-port the server's --udp-port?", dst, ev.Status)
 	default:
@@ -315,7 +319,7 @@ func (l *Listener) Close() error {
 
 func newChannel(dev *verbsio.Context, o Options, server bool) (c *Channel, err error) {
 	c = &Channel{dev: dev, cmdev: o.Device, opts: o, server: server, ch: cm.NewEventChannel(), dch: cm.NewEventChannel(),
-		disc: map[*cm.ID]bool{}}
+		disc: map[*cm.ID]bool{}, answered: map[*cm.ID]bool{}}
 	defer func() {
 		if err != nil {
 			c.Close()
@@ -485,8 +489,20 @@ func (c *Channel) await(cq *verbsio.CQ, wcs []verbsio.WC, dl *atomic.Int64) (ver
 }
 
 // peerGone reports whether the channel's DISCONNECTED came, without
-// waiting.
+// waiting. On the way it answers the peer's DREQs for the test QPs at
+// once (a DREP): perftest's client disconnects them and waits for that
+// before it closes the channel.
 func (c *Channel) peerGone() bool {
+	for {
+		ev, err := c.dch.GetEvent(0)
+		if err != nil {
+			break
+		}
+		if ev.Type == cm.EventDisconnected && !c.answered[ev.ID] {
+			c.disc[ev.ID], c.answered[ev.ID] = true, true
+			_ = ev.ID.Disconnect()
+		}
+	}
 	for !c.disc[c.id] {
 		ev, err := c.ch.GetEvent(0)
 		if err != nil {

@@ -287,7 +287,7 @@ func (c *Channel) CloseQPs(graceful bool) error {
 		}
 		c.waitDisconnected(c.dch, ids, closeWait)
 		for _, id := range ids {
-			if c.server {
+			if c.server && !c.answered[id] {
 				_ = id.Disconnect() // the DREP to the client's DREQ
 			}
 		}
