@@ -319,13 +319,7 @@ func TestDeferredEstablishFabrics(t *testing.T) {
 			if err := id.Connect(&ConnParam{QPNum: cqp.QPN(), RetryCount: 7, RNRRetryCount: 7}); err != nil {
 				t.Fatal(err)
 			}
-			a, m, err := id.InitQPAttr(verbsio.QPStateInit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cqp.Modify(&a, m); err != nil {
-				t.Fatal(err)
-			}
+			moveQP(t, id, cqp, verbsio.QPStateInit)
 			req := srv.event(t, EventConnectRequest)
 			sqp, err := req.ID.CreateQP(srv.pd, srv.qp(t, verbsio.QPTypeRC))
 			if err != nil {
@@ -341,15 +335,7 @@ func TestDeferredEstablishFabrics(t *testing.T) {
 			if n := tap.count(mad.AttrRTU); n != 0 {
 				t.Fatalf("%d RTUs before Establish", n)
 			}
-			for _, s := range []verbsio.QPState{verbsio.QPStateRTR, verbsio.QPStateRTS} {
-				a, m, err := id.InitQPAttr(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := cqp.Modify(&a, m); err != nil {
-					t.Fatalf("%s: %v", s, err)
-				}
-			}
+			moveQP(t, id, cqp, verbsio.QPStateRTR, verbsio.QPStateRTS)
 			if err := id.Establish(); err != nil {
 				t.Fatal(err)
 			}
