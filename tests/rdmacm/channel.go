@@ -41,8 +41,11 @@ const (
 	// resolveTimeout is what perftest gives rdma_resolve_addr and
 	// rdma_resolve_route (2000 ms).
 	resolveTimeout = 2 * time.Second
-	// closeWait bounds the wait for the peer's side of a disconnect.
-	closeWait = 3 * time.Second
+	// closeWait bounds the wait for the peer's side of a disconnect;
+	// serverCloseWait the server's wait for the DREP of the channel's
+	// DREQ, which a peer that is done with it may send only at its exit.
+	closeWait       = 3 * time.Second
+	serverCloseWait = 200 * time.Millisecond
 )
 
 // Options configure a Channel.
@@ -572,8 +575,8 @@ func (c *Channel) close() error {
 	}
 	if c.id != nil {
 		if c.server {
-			_ = c.id.Disconnect()
-			c.waitDisconnected(c.ch, []*cm.ID{c.id}, closeWait)
+			_ = c.id.Disconnect() // the client's DREP may come after we left
+			c.waitDisconnected(c.ch, []*cm.ID{c.id}, serverCloseWait)
 		} else {
 			c.waitDisconnected(c.ch, []*cm.ID{c.id}, closeWait)
 			_ = c.id.Disconnect()

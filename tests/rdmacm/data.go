@@ -190,11 +190,10 @@ func (c *Channel) acceptQPs(ctx context.Context, spec QPSpec) error {
 		return err
 	}
 	defer l.Destroy()
-	any := netip.IPv4Unspecified()
-	if c.local.Addr().Is6() && !c.local.Addr().Is4In6() {
-		any = netip.IPv6Unspecified()
-	}
-	laddr := netip.AddrPortFrom(any, c.local.Port())
+	// perftest binds the unspecified address (or --bind_source_ip); the
+	// address the channel came in on is where its client is connecting
+	// again, and keeps other devices of this process out of it.
+	laddr := netip.AddrPortFrom(c.local.Addr(), c.local.Port())
 	if err := l.BindAddr(laddr); err != nil {
 		return fmt.Errorf("rdma_cm: bind %s for the test QPs: %w", laddr, err)
 	}
