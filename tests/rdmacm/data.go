@@ -2,6 +2,7 @@ package rdmacm
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -151,7 +152,7 @@ func sendQPN(spec QPSpec, i int, d *DataQP) error {
 	sge.Length = 4
 	sgl := [1]verbsio.SGE{sge}
 	qpn := d.QP.QPN()
-	imm := qpn>>24 | qpn>>8&0xff00 | qpn<<8&0xff0000 | qpn<<24 // htonl, as verbs carry it
+	imm := binary.NativeEndian.Uint32(binary.BigEndian.AppendUint32(nil, qpn)) // htonl(qpn): Imm is a __be32 as in verbs
 	if _, err := d.QP.PostSend([]verbsio.SendWR{{ID: udQPNID, Opcode: verbsio.OpSendImm, Flags: verbsio.SendSignaled, SGL: sgl[:], Imm: imm,
 		UD: verbsio.UDAddr{AH: ah, RemoteQPN: d.UD.QPNum, RemoteQKey: d.UD.QKey}}}); err != nil {
 		return fmt.Errorf("send our UD QP number to the server: %w", err)
