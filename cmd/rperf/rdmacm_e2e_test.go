@@ -109,6 +109,10 @@ func TestRDMACMErrors(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "rdma_cm connects RC and UD QPs only") {
 		t.Errorf("-c UC: exit %d, stderr %q", r.code, r.stderr)
 	}
+	r = rperf(t, "paths", "-R", "--loopback")
+	if r.code != 2 || !strings.Contains(r.stderr, "rdma_cm (-R) is for the eight test commands") {
+		t.Errorf("paths -R: exit %d, stderr %q", r.code, r.stderr)
+	}
 	r = rperf(t, "send-bw", "--peer-udp-port", "5000", "-d", "udp_lo", "--loopback")
 	if r.code != 2 || !strings.Contains(r.stderr, "applies with -R") {
 		t.Errorf("--peer-udp-port without -R: exit %d, stderr %q", r.code, r.stderr)
