@@ -325,6 +325,10 @@ type QPAttr struct {
 // CQInitAttr describes a completion queue to create.
 type CQInitAttr struct {
 	CQE int // minimum number of entries
+	// WCFlags are the completion fields the CQ must deliver
+	// (ibv_create_cq_ex's wc_flags); 0 is the standard set. Asking for
+	// WCExCompletionTimestamp makes every completion carry WC.Timestamp.
+	WCFlags CQWCFlags
 }
 
 // SRQInitAttr describes a shared receive queue to create.

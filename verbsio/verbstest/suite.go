@@ -41,6 +41,7 @@ func RunWith(t *testing.T, device string, opts verbsio.OpenOptions) {
 	t.Run("Interfaces", func(t *testing.T) { testInterfaces(t, dev) })
 	t.Run("DirectVerbs", func(t *testing.T) { testDirectVerbs(t, dev) })
 	t.Run("Pacing", func(t *testing.T) { testPacing(t, dev) })
+	t.Run("Timestamps", func(t *testing.T) { testTimestamps(t, dev) })
 }
 
 func fill(b []byte, seed byte) {
