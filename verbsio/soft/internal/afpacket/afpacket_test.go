@@ -576,3 +576,21 @@ func TestFrameSize(t *testing.T) {
 		t.Errorf("GSO segments above the MTU: %v", err)
 	}
 }
+
+// TestDriver reads the driver of a veth end, and fails for a device that
+// does not exist.
+func TestDriver(t *testing.T) {
+	w := newWire(t)
+	err := w.pair.A.Run(func() error {
+		if got, err := Driver(w.pair.A.Link); err != nil || got != "veth" {
+			return fmt.Errorf("Driver(%s) = %q, %v; want veth", w.pair.A.Link, got, err)
+		}
+		if _, err := Driver("rperf-none0"); err == nil {
+			return fmt.Errorf("Driver of a missing device succeeded")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
