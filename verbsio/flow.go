@@ -400,7 +400,7 @@ func (qp *QP) CreateFlow(attr FlowAttr) (*Flow, error) {
 		return nil, Errorf("create_flow", unix.EINVAL, "flow steering needs a UD or RAW_PACKET QP, not %s", qp.typ)
 	}
 	fs, ok := qp.impl.(FlowSteerer)
-	if !ok {
+	if !ok || fs.FlowCaps().Features == 0 {
 		return nil, &UnsupportedError{Feature: "flow steering on " + qp.typ.String() + " QPs",
 			Reason: "this device steers no flows", Fix: "use a raw_<netdev> device of the built-in engine or a NIC with managed flow steering"}
 	}
