@@ -45,7 +45,7 @@ const (
 
 // Device capability bits (IBV_DEVICE_*) of raw devices.
 const (
-	devCapRawIPCsum            = 1 << 26
+	devCapRawIPCsum           = 1 << 26
 	devCapManagedFlowSteering = 1 << 29
 )
 

@@ -19,10 +19,10 @@ import (
 type sendKind int
 
 const (
-	sendOneSGE   sendKind = iota // the frame in one registered buffer
-	sendSGEs                     // the frame in three pieces
-	sendInline                   // copied into the WQE
-	sendCsum                     // checksums zeroed, SendIPCsum computes them
+	sendOneSGE sendKind = iota // the frame in one registered buffer
+	sendSGEs                   // the frame in three pieces
+	sendInline                 // copied into the WQE
+	sendCsum                   // checksums zeroed, SendIPCsum computes them
 	sendKinds
 )
 
