@@ -293,27 +293,11 @@ func (r *rawQP) sendTSO(pos uint32, w *ring.SendWQE) (uint32, verbsio.Status) {
 	f.cnt.txTSO.Add(1)
 	kernel := q.seg == verbsio.SegmentKernel || (q.seg == verbsio.SegmentDefault && f.segKernel)
 	if kernel && nf > 1 {
-		big := f.scratch[:len(hdr)+int(total)]
-		off := copy(big, hdr)
-		for _, p := range src {
-			off += copy(big[off:], p)
+		if st, ok := r.kernelTSO(hdr, src, int(total), mss, nf); ok {
+			return uint32(total), st
 		}
-		if g, err := afpacket.PrepareGSO(big, mss); err == nil {
-			if f.sendBatch() != nil {
-				return 0, verbsio.StatusGeneralErr
-			}
-			if err := f.gsoTX.SendGSO(big, g); err != nil {
-				f.txErr = err
-				f.cnt.txErrors.Add(uint64(nf))
-				return 0, verbsio.StatusGeneralErr
-			}
-			f.cnt.txTSOKernel.Add(1)
-			f.cnt.txFrames.Add(uint64(nf))
-			f.cnt.txBytes.Add(uint64(nf*len(hdr)) + total)
-			return uint32(total), verbsio.StatusSuccess
-		}
-		// PrepareGSO refused it (VXLAN): the engine cuts it below; the
-		// header in big was rewritten, the template in t.hdr was not.
+		// The kernel takes no VXLAN through a packet socket: the
+		// engine cuts it below.
 	}
 	var payload []byte
 	switch nsrc {
@@ -339,4 +323,73 @@ func (r *rawQP) sendTSO(pos uint32, w *ring.SendWQE) (uint32, verbsio.Status) {
 		}
 	}
 	return uint32(total), verbsio.StatusSuccess
+}
+
+// kernelTSO hands a TSO send to the kernel's GSO: as one large frame per
+// run of segments that fits an IP packet (64 KiB), each run's header the
+// template fixed up as the NIC would have it at that segment (TCP
+// sequence, IPv4 ID, CWR on the first run only, FIN and PSH on the last).
+// ok is false, with nothing sent, for a send the kernel cannot cut.
+func (r *rawQP) kernelTSO(hdr []byte, src [][]byte, total, mss, nf int) (verbsio.Status, bool) {
+	f := r.f
+	var l netpkt.Layers
+	netpkt.Parse(hdr, netpkt.Tag{}, &l)
+	if l.Has&netpkt.HasVXLAN != 0 || l.Has&(netpkt.HasTCP|netpkt.HasUDP) == 0 {
+		return 0, false
+	}
+	l3, l4 := int(l.L3), int(l.L4)
+	ipRoom := 0xffff - (len(hdr) - l3) // IPv4 total length
+	if l.Has&netpkt.HasIPv6 != 0 {
+		ipRoom = 0xffff - (len(hdr) - l3 - netpkt.IPv6Len) // IPv6 payload length
+	}
+	per := max(ipRoom/mss, 1) * mss // payload bytes per kernel send
+	if f.sendBatch() != nil {
+		return verbsio.StatusGeneralErr, true
+	}
+	tcp := l.Has&netpkt.HasTCP != 0
+	si, soff := 0, 0 // the next source piece and offset in it
+	for off, frame := 0, 0; off < total; {
+		n := min(per, total-off)
+		big := f.scratch[:len(hdr)+n]
+		copy(big, hdr)
+		if l.Has&netpkt.HasIPv4 != 0 {
+			binary.BigEndian.PutUint16(big[l3+4:], binary.BigEndian.Uint16(hdr[l3+4:])+uint16(frame))
+		}
+		if tcp {
+			binary.BigEndian.PutUint32(big[l4+4:], binary.BigEndian.Uint32(hdr[l4+4:])+uint32(off))
+			if off > 0 {
+				big[l4+13] &^= netpkt.TCPCwr
+			}
+			if off+n < total {
+				big[l4+13] &^= netpkt.TCPFin | netpkt.TCPPsh
+			}
+		}
+		for k := len(hdr); k < len(big); {
+			c := copy(big[k:], src[si][soff:])
+			k += c
+			if soff += c; soff == len(src[si]) {
+				si, soff = si+1, 0
+			}
+		}
+		g, err := afpacket.PrepareGSO(big, mss)
+		if err != nil {
+			if off == 0 {
+				return 0, false
+			}
+			f.txErr = err
+			return verbsio.StatusGeneralErr, true
+		}
+		if err := f.gsoTX.SendGSO(big, g); err != nil {
+			f.txErr = err
+			f.cnt.txErrors.Add(uint64(nf - frame))
+			return verbsio.StatusGeneralErr, true
+		}
+		segs := (n + mss - 1) / mss
+		f.cnt.txFrames.Add(uint64(segs))
+		f.cnt.txBytes.Add(uint64(segs*len(hdr) + n))
+		off += n
+		frame += segs
+	}
+	f.cnt.txTSOKernel.Add(1)
+	return verbsio.StatusSuccess, true
 }
