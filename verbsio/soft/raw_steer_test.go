@@ -312,4 +312,3 @@ func drainFor(cq *verbsio.CQ, d time.Duration) []verbsio.WC {
 	}
 	return out
 }
-
