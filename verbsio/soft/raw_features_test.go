@@ -156,3 +156,67 @@ func TestRawDeviceMemory(t *testing.T) {
 		t.Errorf("frame from device memory arrived as % x, want % x", got, f)
 	}
 }
+
+// TestRawNoAlloc: posting a frame (one SGE, three SGEs with IP_CSUM,
+// inline, an engine-cut TSO send), sending it and receiving it (the ring,
+// steering, delivery, a timestamped completion) allocate nothing.
+func TestRawNoAlloc(t *testing.T) {
+	w := newRawWire(t, netns.Options{}, verbsio.OpenOptions{}, verbsio.WCExTS)
+	qa := w.a.rawQP(t, 64, 1)
+	qb := w.b.rawQP(t, 16, 1024)
+	fl := mustFlow(t, qb, w.b.dstMAC(0))
+	defer fl.Destroy()
+	f := udpFrame(t, w.a, w.b, 1, 7000, 0, 200)
+	copy(w.a.buf, f)
+	hdr, _ := (&netpkt.Headers{Dst: w.b.mac, Src: w.a.mac, SrcIP: w.a.ip4, DstIP: w.b.ip4, DF: true, Proto: netpkt.ProtoTCP, SrcPort: 1, DstPort: 2}).AppendHeader(nil, 0)
+	third := len(f) / 3
+	one := []verbsio.SGE{w.a.mr.SGE(0, len(f))}
+	three := []verbsio.SGE{w.a.mr.SGE(0, third), w.a.mr.SGE(third, third), w.a.mr.SGE(2*third, len(f)-2*third)}
+	tsoPayload := []verbsio.SGE{w.a.mr.SGE(4096, 4000)}
+	wrs := map[string][]verbsio.SendWR{
+		"one SGE":        {{Opcode: verbsio.OpSend, Flags: verbsio.SendSignaled, SGL: one}},
+		"IP_CSUM, SGEs":  {{Opcode: verbsio.OpSend, Flags: verbsio.SendSignaled | verbsio.SendIPCsum, SGL: three}},
+		"inline":         {{Opcode: verbsio.OpSend, Flags: verbsio.SendSignaled | verbsio.SendInline, SGL: one}},
+		"TSO (4 frames)": {{Opcode: verbsio.OpTSO, Flags: verbsio.SendSignaled, SGL: tsoPayload, TSO: verbsio.TSO{Hdr: hdr, MSS: 1000}}},
+	}
+	rwr := []verbsio.RecvWR{{SGL: []verbsio.SGE{w.b.mr.SGE(0, 2048)}}}
+	for i := 0; i < 1024; i++ {
+		qb.PostRecv(rwr)
+	}
+	wcs := make([]verbsio.WC, 8)
+	for name, wr := range wrs {
+		t.Run(name, func(t *testing.T) {
+			frames := 1
+			if wr[0].Opcode == verbsio.OpTSO {
+				frames = 4
+			}
+			run := func() {
+				if _, err := qa.PostSend(wr); err != nil {
+					t.Fatal(err)
+				}
+				deadline := time.Now().Add(5 * time.Second)
+				for got := 0; got < 1; {
+					n, _ := w.a.cq.Poll(wcs[:1])
+					got += n
+					if time.Now().After(deadline) {
+						t.Fatal("no send completion in 5 s")
+					}
+				}
+				for got := 0; got < frames; {
+					n, _ := w.b.cq.Poll(wcs)
+					for i := 0; i < n; i++ {
+						qb.PostRecv(rwr)
+					}
+					got += n
+					if time.Now().After(deadline) {
+						t.Fatalf("%d of %d frames in 5 s", got, frames)
+					}
+				}
+			}
+			run() // warm up
+			if a := testing.AllocsPerRun(200, run); a != 0 {
+				t.Errorf("%v allocations per frame sent and received", a)
+			}
+		})
+	}
+}
