@@ -2,7 +2,11 @@ package soft_test
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +14,7 @@ import (
 	"github.com/rperf/rperf/internal/testsupport/tshark"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/soft/internal/netpkt"
+	"golang.org/x/sys/unix"
 )
 
 // TestRawVLAN sends tagged frames (802.1Q with priorities and IDs): the
@@ -218,5 +223,38 @@ func TestRawNoAlloc(t *testing.T) {
 				t.Errorf("%v allocations per frame sent and received", a)
 			}
 		})
+	}
+}
+
+// TestRawNoCapNetRaw: without CAP_NET_RAW the raw devices are still listed,
+// and opening one fails with one line naming the capability (EPERM). The
+// thread that dropped the capability is discarded, not reused.
+func TestRawNoCapNetRaw(t *testing.T) {
+	p := netns.Setup(t, netns.Options{})
+	err := p.A.Run(func() error {
+		runtime.LockOSThread() // left locked: the runtime discards the thread after Run
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			return err
+		}
+		data[0].Effective &^= 1 << unix.CAP_NET_RAW
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			return err
+		}
+		if _, err := verbsio.LookupDevice("raw_" + p.A.Link); err != nil {
+			return fmt.Errorf("raw device not listed without CAP_NET_RAW: %v", err)
+		}
+		_, err := verbsio.Open("raw_" + p.A.Link)
+		if !errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("open without CAP_NET_RAW: %v, want EPERM", err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "CAP_NET_RAW") || strings.Contains(msg, "\n") {
+			return fmt.Errorf("error %q is not one line naming CAP_NET_RAW", msg)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
