@@ -94,4 +94,3 @@ func TestRawPacedStream(t *testing.T) {
 		})
 	}
 }
-
