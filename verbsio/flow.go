@@ -338,6 +338,21 @@ const (
 	FlowCanMCDefault                           // MC_DEFAULT rules
 )
 
+var flowFeatureNames = []string{"ETH", "IPV4", "IPV4_EXT", "IPV6", "TCP", "UDP", "VXLAN", "GRE", "MPLS", "ESP",
+	"INNER", "TAG", "DROP", "PARTIAL_MASK", "DONT_TRAP", "EGRESS", "SNIFFER", "ALL_DEFAULT", "MC_DEFAULT"}
+
+// Names lists the features, e.g. ["ETH", "IPV4", "TAG"], in the order of
+// their bits; unknown bits are left out.
+func (f FlowFeature) Names() []string {
+	var out []string
+	for i, n := range flowFeatureNames {
+		if f&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // FlowCaps are what a provider's flow steering accepts. A rule asking for
 // something outside them fails with EOPNOTSUPP, as hardware answers.
 type FlowCaps struct {
