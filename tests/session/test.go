@@ -21,11 +21,15 @@ const (
 	// Bandwidth tests stream messages with many outstanding and report
 	// rates.
 	Bandwidth
+	// Raw tests send whole Ethernet frames on RAW_PACKET QPs (package
+	// tests/raw), configured from the command line on both sides: no
+	// out-of-band exchange, as perftest's raw_ethernet programs.
+	Raw
 )
 
-var familyNames = [...]string{"latency", "bandwidth"}
+var familyNames = [...]string{"latency", "bandwidth", "raw"}
 
-// String returns "latency" or "bandwidth".
+// String returns "latency", "bandwidth" or "raw".
 func (f Family) String() string {
 	if int(f) < len(familyNames) {
 		return familyNames[f]
@@ -95,10 +99,23 @@ const (
 	WriteBW
 	ReadBW
 	AtomicBW
+	// RawBW and RawLat are perftest's raw_ethernet_bw and
+	// raw_ethernet_lat: family Raw, not in Tests.
+	RawBW
+	RawLat
 )
 
-// Tests lists every test in order.
+// Tests lists every test of the connected families (Latency and
+// Bandwidth, over perftest's exchange) in order.
 var Tests = []Test{SendLat, WriteLat, ReadLat, AtomicLat, SendBW, WriteBW, ReadBW, AtomicBW}
+
+// RawTests lists the raw Ethernet tests (family Raw).
+var RawTests = []Test{RawBW, RawLat}
+
+// Raw Ethernet frame sizes (perftest's raw tests: 64 bytes up to the MTU).
+const (
+	MinRawSize = 64
+)
 
 // Defaults shared by every test (perftest's).
 const (
@@ -127,6 +144,8 @@ var tests = [...]testInfo{
 	WriteBW:   {"write_bw", "write-bw", "RDMA_Write BW Test", Bandwidth, Write, 65536, 5000, 128},
 	ReadBW:    {"read_bw", "read-bw", "RDMA_Read BW Test", Bandwidth, Read, 65536, 1000, 128},
 	AtomicBW:  {"atomic_bw", "atomic-bw", "Atomic BW Test", Bandwidth, Atomic, AtomicSize, 1000, 128},
+	RawBW:     {"raw_ethernet_bw", "raw-bw", "Raw Ethernet BW Test", Raw, Send, MinRawSize, 1000, 128},
+	RawLat:    {"raw_ethernet_lat", "raw-lat", "Raw Ethernet Latency Test", Raw, Send, MinRawSize, 1000, 1},
 }
 
 // Valid reports whether t is one of Tests.
@@ -156,8 +175,14 @@ func (t Test) Family() Family { return tests[t].family }
 // Verb is the operation the test measures.
 func (t Test) Verb() Verb { return tests[t].verb }
 
-// Connections lists the transports the test runs over (Verb.Connections).
-func (t Test) Connections() []verbsio.QPType { return tests[t].verb.Connections() }
+// Connections lists the transports the test runs over (Verb.Connections;
+// RAW_PACKET for family Raw).
+func (t Test) Connections() []verbsio.QPType {
+	if tests[t].family == Raw {
+		return []verbsio.QPType{verbsio.QPTypeRawPacket}
+	}
+	return tests[t].verb.Connections()
+}
 
 // Passive reports whether the test's server only serves the client's
 // operations and measures nothing: read_lat and atomic_lat, and the

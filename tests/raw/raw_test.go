@@ -1,0 +1,202 @@
+package raw_test
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rperf/rperf/internal/testsupport/netns"
+	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/raw"
+	"github.com/rperf/rperf/tests/session"
+	"github.com/rperf/rperf/verbsio"
+	_ "github.com/rperf/rperf/verbsio/soft"
+)
+
+// end is one side of the wire: raw_<link> opened in its namespace.
+type end struct {
+	host netns.Host
+	mac  [6]byte
+	dev  *verbsio.Context
+}
+
+func openEnd(t *testing.T, h netns.Host) *end {
+	t.Helper()
+	e := &end{host: h}
+	err := h.Run(func() error {
+		ifc, err := net.InterfaceByName(h.Link)
+		if err != nil {
+			return err
+		}
+		copy(e.mac[:], ifc.HardwareAddr)
+		e.dev, err = verbsio.Open("raw_" + h.Link)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.dev.Close() })
+	return e
+}
+
+// frames returns the spec of the frames from a to b.
+func frames(a, b *end, sport, dport uint16) raw.FrameSpec {
+	return raw.FrameSpec{Addresses: raw.Addresses{SrcMAC: a.mac, DstMAC: b.mac, SrcIP: a.host.Addr4.Addr(), DstIP: b.host.Addr4.Addr(),
+		SrcPort: sport, DstPort: dport}}
+}
+
+// pair runs the server on b and, once it is ready, the client on a; it
+// returns both sides' results. The waits are generous and bounded: the
+// whole run has a minute on a loaded machine.
+func pair(t *testing.T, test session.Test, tune func(c *raw.Config)) (client, server []reports.Result) {
+	t.Helper()
+	p := netns.Setup(t, netns.Options{})
+	a, b := openEnd(t, p.A), openEnd(t, p.B)
+	srv, cli := raw.Default(test), raw.Default(test)
+	srv.Server = true
+	srv.Frame, cli.Frame = frames(b, a, 7000, 6000), frames(a, b, 6000, 7000)
+	for _, c := range []*raw.Config{&srv, &cli} {
+		c.StallTimeout = 5 * time.Second
+		tune(c)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ready := make(chan struct{})
+	type out struct {
+		res []reports.Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := raw.Run(ctx, b.dev, &srv, func(raw.Info) { close(ready) })
+		done <- out{res, err}
+	}()
+	select {
+	case <-ready:
+	case o := <-done:
+		t.Fatalf("server: %v", o.err)
+	}
+	client, err := raw.Run(ctx, a.dev, &cli, nil)
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	o := <-done
+	if o.err != nil {
+		t.Fatalf("server: %v", o.err)
+	}
+	return client, o.res
+}
+
+func TestRawBW(t *testing.T) {
+	const n = 2000
+	for _, c := range []struct {
+		name         string
+		sizes        []int
+		flows, burst int
+		tcp          bool
+	}{
+		{"udp 64", []int{64}, 1, 1, false},
+		{"udp sizes", []int{64, 512, 1500}, 1, 1, false},
+		{"tcp 4 flows", []int{128}, 4, 3, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			client, server := pair(t, session.RawBW, func(cfg *raw.Config) {
+				cfg.Sizes, cfg.Iterations, cfg.Flows, cfg.FlowsBurst = c.sizes, n, c.flows, c.burst
+				cfg.Frame.TCP = c.tcp
+				// Enough receives that a veth between two namespaces
+				// keeps up: a lost frame is reported, not waited for.
+				cfg.RxDepth = 4096
+			})
+			if len(client) != len(c.sizes) || len(server) != len(c.sizes) {
+				t.Fatalf("%d client and %d server results for %d sizes", len(client), len(server), len(c.sizes))
+			}
+			for i, size := range c.sizes {
+				cr, sr := client[i], server[i]
+				if cr.Test != "raw_ethernet_bw" || cr.Bytes != int64(size) || cr.Iterations != n || cr.MsgRateMpps <= 0 || cr.Path != "generic" {
+					t.Errorf("client %d B: %+v %+v", size, cr, cr.Bandwidth)
+				}
+				if sr.Bytes != int64(size) || sr.Iterations+sr.Bandwidth.LostMessages != n || sr.Iterations < 2 || sr.MsgRateMpps <= 0 {
+					t.Errorf("server %d B: %d frames, %d lost, %.3f Mpps; want %d in all", size, sr.Iterations, sr.Bandwidth.LostMessages, sr.MsgRateMpps, n)
+				}
+				if sr.Bandwidth.LostMessages > n/2 {
+					t.Errorf("server %d B: %d of %d frames lost", size, sr.Bandwidth.LostMessages, n)
+				}
+				t.Logf("%d B: client %.3f Mpps, server %.3f Mpps, %d lost", size, cr.MsgRateMpps, sr.MsgRateMpps, sr.Bandwidth.LostMessages)
+			}
+		})
+	}
+}
+
+func TestRawLat(t *testing.T) {
+	const n = 300
+	client, server := pair(t, session.RawLat, func(c *raw.Config) {
+		c.Sizes, c.Iterations, c.Warmup, c.CompletionTimestamps = []int{64, 1024}, n, 10, true
+	})
+	if len(server) != 0 {
+		t.Errorf("the server measured %d results; it only answers", len(server))
+	}
+	if len(client) != 4 {
+		t.Fatalf("%d results, want 2 per size (software clock, completion timestamps)", len(client))
+	}
+	for i := 0; i < len(client); i += 2 {
+		sw, ts := client[i], client[i+1]
+		if sw.Clock != "" || ts.Clock != raw.ClockCompletion || sw.Bytes != ts.Bytes {
+			t.Errorf("results %d, %d: clocks %q, %q; sizes %d, %d", i, i+1, sw.Clock, ts.Clock, sw.Bytes, ts.Bytes)
+		}
+		for _, r := range []reports.Result{sw, ts} {
+			if r.Latency == nil || r.Samples != n || r.TrueMinUs <= 0 || r.RTTFactor != 2 {
+				t.Fatalf("%d B clock %q: %+v", r.Bytes, r.Clock, r.Latency)
+			}
+		}
+		// The completion stamps lie inside the software clock's round
+		// trip: the ping's send completes after its post, the pong's
+		// receive completes before its poll.
+		if ts.MeanUs > sw.MeanUs || ts.TrueMinUs > sw.TrueMinUs {
+			t.Errorf("%d B: completion-timestamp mean %.2f us, min %.2f us exceed the software clock's %.2f, %.2f",
+				sw.Bytes, ts.MeanUs, ts.TrueMinUs, sw.MeanUs, sw.TrueMinUs)
+		}
+		t.Logf("%d B: software clock mean %.2f us, completion timestamps mean %.2f us", sw.Bytes, sw.MeanUs, ts.MeanUs)
+	}
+}
+
+func TestRawCheck(t *testing.T) {
+	good := raw.Default(session.RawBW)
+	good.Frame = raw.FrameSpec{Addresses: raw.Addresses{DstMAC: [6]byte{2, 0, 0, 0, 0, 2}, SrcPort: 1, DstPort: 2}}
+	good.Frame.SrcIP, good.Frame.DstIP = netipAddr("10.0.0.1"), netipAddr("10.0.0.2")
+	if err := good.Check(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		mod  func(c *raw.Config)
+		want string
+	}{
+		{"small frame", func(c *raw.Config) { c.Sizes = []int{63} }, "Sizes 63: a frame is at least 64 bytes"},
+		{"tcp v6 headers", func(c *raw.Config) {
+			c.Frame.TCP, c.Frame.SrcIP, c.Frame.DstIP = true, netipAddr("fd00::1"), netipAddr("fd00::2")
+			c.Sizes = []int{70}
+		}, "a frame is at least 74 bytes"},
+		{"oversized", func(c *raw.Config) { c.Sizes = []int{9601} }, "frames larger than 9600 bytes are refused"},
+		{"no peer MAC", func(c *raw.Config) { c.Frame.DstMAC = [6]byte{} }, "the peer's MAC address is needed"},
+		{"mixed IPs", func(c *raw.Config) { c.Frame.DstIP = netipAddr("fd00::2") }, "must be two IPv4 or two IPv6 addresses"},
+		{"port 0", func(c *raw.Config) { c.Frame.SrcPort = 0 }, "port 0 is reserved"},
+		{"flows", func(c *raw.Config) { c.Flows = 0 }, "flows must be 1 to 1024"},
+		{"flows past 65535", func(c *raw.Config) { c.Frame.DstPort, c.Flows = 65535, 2 }, "within 65535"},
+		{"duration", func(c *raw.Config) { c.Duration = time.Second }, "raw tests run a number of iterations"},
+		{"timestamps on bw", func(c *raw.Config) { c.CompletionTimestamps = true }, "raw-lat only"},
+		{"pcp", func(c *raw.Config) { c.Frame.VLAN, c.Frame.VLANPCP = true, 8 }, "a VLAN priority is 0 to 7"},
+		{"not raw", func(c *raw.Config) { c.Test = session.SendBW }, "not one of rperf's raw tests"},
+	} {
+		cfg := good
+		c.mod(&cfg)
+		err := cfg.Check()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+func netipAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
