@@ -195,8 +195,8 @@ func TestBandwidthNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := " note: 64 B: measured on the receiving side, from the first receive to the last; no BW peak (shown as 0.00)\n" +
-		" note: 64 B: 3 messages lost on the way (UC/UD); the rates count what arrived\n" +
-		" note: 128 B: 1 message lost on the way (UC/UD); the rates count what arrived\n" +
+		" note: 64 B: 3 messages lost on the way (UC, UD and raw frames are not retransmitted); the rates count what arrived\n" +
+		" note: 128 B: 1 message lost on the way (UC, UD and raw frames are not retransmitted); the rates count what arrived\n" +
 		" clock: monotonic (runtime nanotime, CLOCK_MONOTONIC via vDSO): resolution 20 ns, cost 21.5 ns per read\n"
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)

@@ -132,6 +132,7 @@ loop:
 		return nil, err
 	}
 	res.Iterations = int64(measured)
+	res.Bandwidth.PeakStatus = reports.PeakReceiver
 	res.Bandwidth.LostMessages = int64(expected - got)
 	return []reports.Result{res}, nil
 }

@@ -111,6 +111,7 @@ type rawFabric struct {
 	tagBuf  []byte // a received frame with its stripped tag put back
 	frames  [][]byte
 	arena   []byte
+	txStamp uint64 // the completion clock just before the last frames went to the kernel
 	off     int
 	tso     netpkt.TSO
 	scratch []byte // a TSO send gathered whole (rawMaxTSOHdr + rawMaxTSO)

@@ -200,9 +200,19 @@ func (r *rawQP) completeTo(end uint32) bool {
 		}
 	}
 	mask := q.sq.Depth() - 1
+	// A send completes when its frames were handed to the kernel: a
+	// stamped CQ gets the moment before that system call, so that a reply
+	// the peer sends at once can never look older than its request.
+	stamp := uint64(0)
+	if q.sendCQ.ring.Header().Flags.Load()&ring.FlagTimestamp != 0 {
+		stamp = f.txStamp
+	}
 	for ; q.sqExec != end; q.sqExec++ {
 		if q.sqSigAll || verbsio.SendFlags(q.sq.WQE(q.sqExec).Flags)&verbsio.SendSignaled != 0 {
-			q.complete(q.sqExec, verbsio.StatusSuccess, r.sent[q.sqExec&mask])
+			w := q.sq.WQE(q.sqExec)
+			e := ring.CQE{WRID: w.WRID, Opcode: uint8(verbsio.WCOpcodeOf(verbsio.Opcode(w.Opcode))), ByteLen: r.sent[q.sqExec&mask], QPN: q.qpn,
+				SQIdx: q.sqExec, Timestamp: stamp}
+			q.sendCQ.ring.Push(&e, q.ctx.pid)
 		}
 	}
 	return true
@@ -379,6 +389,7 @@ func (r *rawQP) kernelTSO(hdr []byte, src [][]byte, total, mss, nf int) (verbsio
 			f.txErr = err
 			return verbsio.StatusGeneralErr, true
 		}
+		f.txStamp = ring.Clock()
 		if err := f.gsoTX.SendGSO(big, g); err != nil {
 			f.txErr = err
 			f.cnt.txErrors.Add(uint64(nf - frame))
