@@ -33,6 +33,11 @@ type Config struct {
 	CompletionTimestamps bool
 	// Percentiles of raw-lat's true statistics; nil: the defaults.
 	Percentiles []float64
+	// RecvSize is each receive buffer's size: the largest frame the
+	// port may deliver (its MTU plus the Ethernet header and a tag), so
+	// that a frame of another size than expected is seen and named
+	// instead of failing its receive; 0 means the largest of Sizes.
+	RecvSize int
 	// FirstWait bounds the server's wait for the first frame of a size;
 	// 0 means 10 × the stall timeout.
 	FirstWait time.Duration
@@ -99,6 +104,9 @@ func (c *Config) Check() error {
 	}
 	if c.VLANPCPInvalid() {
 		ps.AddField(session.NewFieldError("VLANPCP", f.VLANPCP, "a VLAN priority is 0 to 7"))
+	}
+	if c.RecvSize != 0 && c.RecvSize < c.MaxSize() {
+		ps.AddField(session.NewFieldError("RecvSize", c.RecvSize, "receive buffers smaller than the largest frame (%d bytes)", c.MaxSize()))
 	}
 	if c.CompletionTimestamps && t != session.RawLat {
 		ps.AddField(session.NewFieldError("CompletionTimestamps", true, "completion timestamps time round trips: raw-lat only"))

@@ -75,7 +75,7 @@ func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, erro
 func (r *runner) bwServer(ctx context.Context, size int) ([]reports.Result, error) {
 	c := r.c
 	expected := c.Warmup + c.Iterations
-	got, measured := 0, 0
+	got, measured, others := 0, 0, 0
 	var first, last int64
 	var w waiter
 	w.begin(ctx, fmt.Sprintf("waiting for the first %d-byte frame", size), c.firstWait())
@@ -89,6 +89,9 @@ loop:
 			if err := w.idle(); err != nil {
 				if got > 0 {
 					break // stalled: what did not come was lost
+				}
+				if others > 0 {
+					return nil, fmt.Errorf("raw test: %d frames arrived, none of %d bytes: run both sides with the same frame size", others, size)
 				}
 				return nil, err
 			}
@@ -106,6 +109,7 @@ loop:
 			}
 			if int(wc.ByteLen) != size {
 				other = other || got > 0
+				others++
 				continue
 			}
 			got++

@@ -131,7 +131,7 @@ func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 		return nil, err
 	}
 	maxSize := c.MaxSize()
-	r.slot = (maxSize + 63) &^ 63
+	r.slot = (max(maxSize, c.RecvSize) + 63) &^ 63
 	flows := c.Flows
 	if c.Server {
 		flows = 1

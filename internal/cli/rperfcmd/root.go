@@ -65,6 +65,9 @@ peers started with different ones), 3 rperf compare found a regression,
 	for _, t := range session.Tests {
 		root.AddCommand(newTestCommand(t))
 	}
+	for _, t := range session.RawTests {
+		root.AddCommand(newRawCommand(t))
+	}
 	root.AddCommand(newPathsCommand(), newDMLatCommand(), newPacingCommand(), newRpingCommand())
 	root.AddCommand(comparecmd.New(nil), plotcmd.New(nil))
 	root.AddCommand(suitecmd.New(nil))

@@ -1,0 +1,504 @@
+package rperfcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rperf/rperf/internal/cli"
+	"github.com/rperf/rperf/internal/clock"
+	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/reports/table"
+	"github.com/rperf/rperf/tests/raw"
+	"github.com/rperf/rperf/tests/session"
+	"github.com/rperf/rperf/verbsio"
+)
+
+// The raw Ethernet commands, raw-bw and raw-lat: perftest's
+// raw_ethernet_bw and raw_ethernet_lat with perftest's raw flags. Both
+// sides are configured from the command line; there is no out-of-band
+// connection (package tests/raw).
+
+// DefaultRawPort is the UDP/TCP port of the raw tests' frames on both
+// sides when -k/-K are not given.
+const DefaultRawPort = 18515
+
+// rawOptions holds the flags of a raw command.
+type rawOptions struct {
+	test        session.Test
+	fs          *pflag.FlagSet
+	device      string
+	size        int
+	iters       int
+	txDepth     int
+	rxDepth     int
+	warmup      int
+	srcMAC      string
+	dstMAC      string
+	srcIP       string
+	dstIP       string
+	srcPort     int
+	dstPort     int
+	server      bool
+	client      bool
+	tcp         bool
+	flows       int
+	flowsBurst  int
+	tos         int
+	flowLabel   int
+	ipv6        bool
+	vlan        bool
+	vlanPCP     int
+	timestamps  bool
+	percentiles string
+	jsonPath    string
+	timeout     time.Duration
+	gbits       bool
+
+	pcts []float64
+}
+
+// rawFlagFields maps tests/raw's configuration fields to the flags that
+// set them, for the problems Check reports.
+var rawFlagFields = map[string]string{
+	"Sizes": "size", "Iterations": "iters", "TxDepth": "tx-depth", "RxDepth": "rx-depth", "Warmup": "warmup",
+	"DstMAC": "dest_mac", "Flows": "flows", "FlowsBurst": "flows_burst", "VLANPCP": "vlan_pcp",
+	"CompletionTimestamps": "completion-timestamps", "Percentiles": "percentiles",
+}
+
+func newRawCommand(t session.Test) *cobra.Command {
+	o := &rawOptions{test: t}
+	what := map[session.Test]string{session.RawBW: "bandwidth", session.RawLat: "latency"}[t]
+	cmd := &cobra.Command{
+		Use:   t.Command(),
+		Short: "raw Ethernet " + what + " on a RAW_PACKET QP (perftest's " + t.Name() + ")",
+		Long: fmt.Sprintf(`Raw Ethernet %[1]s: whole frames (Ethernet, IPv4 or IPv6, UDP or TCP)
+on a RAW_PACKET QP, perftest's %[2]s. As in perftest there is no
+out-of-band connection: each side is told its role (--server/-Z or
+--client/-P), its own addresses (-B, -j, -k) and the peer's (-E, -J, -K)
+on the command line, and the server must be started first. The server
+steers frames to its MAC and port to its QP with a flow rule. -B and -j
+default to the device's netdev's addresses; -s is the whole frame
+without the FCS (64 bytes up to the MTU). The built-in engine's
+raw_<netdev> devices need CAP_NET_RAW.
+
+Examples:
+  rperf %[3]s -d raw_eth0 -Z -E 02:00:00:00:00:02 -J 10.0.0.2
+  rperf %[3]s -d raw_eth0 -P -E 02:00:00:00:00:01 -J 10.0.0.1 -s 64 -n 100000`, what, t.Name(), t.Command()),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return oneLine(o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
+	}
+	o.register(cmd.Flags())
+	return cmd
+}
+
+func (o *rawOptions) register(fs *pflag.FlagSet) {
+	o.fs = fs
+	fs.SortFlags = false
+	t := o.test
+	fs.StringVarP(&o.device, "ib-dev", "d", "", "raw device: the built-in engine's raw_<netdev>, or a kernel device with RAW_PACKET QPs")
+	fs.IntVarP(&o.size, "size", "s", t.DefaultSize(), "frame size in bytes, headers included, FCS excluded")
+	fs.IntVarP(&o.iters, "iters", "n", t.DefaultIterations(), "frames (raw-bw) or round trips (raw-lat) per size")
+	fs.IntVarP(&o.txDepth, "tx-depth", "t", t.DefaultTxDepth(), "send queue depth: frames outstanding")
+	fs.IntVarP(&o.rxDepth, "rx-depth", "r", session.DefaultRxDepth, "receives kept posted")
+	fs.IntVar(&o.warmup, "warmup", 0, "unmeasured frames or round trips before each size")
+	fs.StringVarP(&o.srcMAC, "source_mac", "B", "", "this side's MAC address (default: the netdev's)")
+	fs.StringVarP(&o.dstMAC, "dest_mac", "E", "", "the peer's MAC address (required)")
+	fs.StringVarP(&o.srcIP, "source_ip", "j", "", "this side's IP address (default: the netdev's)")
+	fs.StringVarP(&o.dstIP, "dest_ip", "J", "", "the peer's IP address (required)")
+	fs.IntVarP(&o.srcPort, "source_port", "k", DefaultRawPort, "this side's UDP or TCP port")
+	fs.IntVarP(&o.dstPort, "dest_port", "K", DefaultRawPort, "the peer's UDP or TCP port")
+	fs.BoolVarP(&o.server, "server", "Z", false, "the server side: receives (raw-bw) or answers pings (raw-lat)")
+	fs.BoolVarP(&o.client, "client", "P", false, "the client side: sends and measures")
+	fs.BoolVar(&o.tcp, "tcp", false, "TCP headers instead of UDP")
+	fs.IntVar(&o.flows, "flows", 1, "flows the client sends: ports -k+i and -K+i for flow i")
+	fs.IntVar(&o.flowsBurst, "flows_burst", 1, "frames to one flow before the next")
+	fs.IntVar(&o.tos, "tos", 0, "IPv4 type of service (IPv6: traffic class), 0 to 255")
+	fs.IntVar(&o.flowLabel, "flow_label", 0, "IPv6 flow label, 0 to 1048575")
+	fs.BoolVar(&o.ipv6, "raw_ipv6", false, "IPv6 headers (with -j/-J IPv6 addresses)")
+	fs.BoolVar(&o.vlan, "vlan_en", false, "add an 802.1Q tag (VLAN 1)")
+	fs.IntVar(&o.vlanPCP, "vlan_pcp", 0, "with --vlan_en: the tag's priority, 0 to 7")
+	fs.StringVar(&o.jsonPath, "json", "", "write the results as an rperf/v1 JSON document to FILE (- for stdout)")
+	fs.DurationVar(&o.timeout, "timeout", DefaultTimeout, "longest silence mid-run (a server waits 10x this for the first frame)")
+	if t == session.RawLat {
+		fs.BoolVar(&o.timestamps, "completion-timestamps", false, "also time each round trip from the completion timestamps (device clock), printed beside the software clock")
+		fs.StringVar(&o.percentiles, "percentiles", "", "percentiles of the true statistics (default 50,90,99,99.9,99.99)")
+	} else {
+		fs.BoolVar(&o.gbits, "report_gbits", false, "report bandwidth in Gb/s (10^9 bits) instead of MiB/s")
+	}
+}
+
+// validate checks the flags' spelling and roles before any device opens.
+func (o *rawOptions) validate() error {
+	switch {
+	case o.device == "":
+		return cli.Usagef("-d: give the raw device, e.g. -d raw_eth0 (the built-in engine's raw device over eth0)")
+	case o.server == o.client:
+		return cli.Usagef("give the side's role: --server (-Z) or --client (-P), exactly one")
+	case o.dstMAC == "":
+		return cli.Usagef("-E: give the peer's MAC address (--dest_mac): raw frames carry it")
+	case o.dstIP == "":
+		return cli.Usagef("-J: give the peer's IP address (--dest_ip): raw frames carry it")
+	case o.timeout <= 0:
+		return cli.Usagef("--timeout %v: must be positive, e.g. 30s", o.timeout)
+	case o.srcPort < 1 || o.srcPort > 65535:
+		return cli.Usagef("-k %d: not a UDP or TCP port (1 to 65535)", o.srcPort)
+	case o.dstPort < 1 || o.dstPort > 65535:
+		return cli.Usagef("-K %d: not a UDP or TCP port (1 to 65535)", o.dstPort)
+	case o.tos < 0 || o.tos > 255:
+		return cli.Usagef("--tos %d: a type of service is 0 to 255", o.tos)
+	case o.flowLabel < 0 || o.flowLabel > 0xfffff:
+		return cli.Usagef("--flow_label %d: a flow label is 0 to 1048575", o.flowLabel)
+	case o.flowLabel != 0 && !o.ipv6:
+		return cli.Usagef("--flow_label is an IPv6 field: add --raw_ipv6")
+	case o.fs.Changed("vlan_pcp") && !o.vlan:
+		return cli.Usagef("--vlan_pcp is the tag's priority: add --vlan_en")
+	}
+	if _, err := parseMAC("-E", o.dstMAC); err != nil {
+		return err
+	}
+	if o.srcMAC != "" {
+		if _, err := parseMAC("-B", o.srcMAC); err != nil {
+			return err
+		}
+	}
+	for _, a := range []struct{ flag, v string }{{"-J", o.dstIP}, {"-j", o.srcIP}} {
+		if a.v == "" {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.v)
+		if err != nil || ip.Zone() != "" {
+			return cli.Usagef("%s %s: not an IP address", a.flag, a.v)
+		}
+		if ip.Is6() != o.ipv6 {
+			return cli.Usagef("%s %s: an IPv%d address; raw frames are IPv%d%s", a.flag, a.v, map[bool]int{true: 6, false: 4}[ip.Is6()],
+				map[bool]int{true: 6, false: 4}[o.ipv6], map[bool]string{true: " with --raw_ipv6", false: " without --raw_ipv6"}[o.ipv6])
+		}
+	}
+	if o.percentiles != "" {
+		ps, err := parsePercentiles(o.percentiles)
+		if err != nil {
+			return err
+		}
+		o.pcts = ps
+	}
+	return nil
+}
+
+// parseMAC parses a MAC address as XX:XX:XX:XX:XX:XX.
+func parseMAC(flag, s string) ([6]byte, error) {
+	var m [6]byte
+	hw, err := net.ParseMAC(s)
+	if err != nil || len(hw) != 6 {
+		return m, cli.Usagef("%s %s: not a MAC address; write it as XX:XX:XX:XX:XX:XX", flag, s)
+	}
+	copy(m[:], hw)
+	return m, nil
+}
+
+// config builds the test's configuration with the netdev's addresses as
+// this side's defaults.
+func (o *rawOptions) config(netdev string) (raw.Config, error) {
+	c := raw.Default(o.test)
+	c.Sizes, c.Iterations, c.Warmup = []int{o.size}, o.iters, o.warmup
+	c.TxDepth, c.RxDepth = o.txDepth, o.rxDepth
+	c.StallTimeout = o.timeout
+	c.Server = o.server
+	c.Flows, c.FlowsBurst = o.flows, o.flowsBurst
+	c.CompletionTimestamps, c.Percentiles = o.timestamps, o.pcts
+	f := &c.Frame
+	f.DstMAC, _ = parseMAC("-E", o.dstMAC)
+	f.DstIP, _ = netip.ParseAddr(o.dstIP)
+	f.SrcPort, f.DstPort = uint16(o.srcPort), uint16(o.dstPort)
+	f.TCP, f.TOS, f.FlowLabel = o.tcp, uint8(o.tos), uint32(o.flowLabel)
+	f.VLAN, f.VLANID, f.VLANPCP = o.vlan, 1, uint8(o.vlanPCP)
+	var ifc *net.Interface
+	if o.srcMAC == "" || o.srcIP == "" {
+		var err error
+		if netdev == "" {
+			return c, cli.Usagef("-d %s has no netdev to take this side's addresses from; give -B and -j", o.device)
+		}
+		if ifc, err = net.InterfaceByName(netdev); err != nil {
+			return c, fmt.Errorf("-d %s: netdev %s: %w", o.device, netdev, err)
+		}
+	}
+	if o.srcMAC != "" {
+		f.SrcMAC, _ = parseMAC("-B", o.srcMAC)
+	} else {
+		copy(f.SrcMAC[:], ifc.HardwareAddr)
+	}
+	if o.srcIP != "" {
+		f.SrcIP, _ = netip.ParseAddr(o.srcIP)
+	} else {
+		ip, err := netdevAddr(ifc, o.ipv6)
+		if err != nil {
+			return c, err
+		}
+		f.SrcIP = ip
+	}
+	return c, nil
+}
+
+// netdevAddr is ifc's first global address of the family asked for.
+func netdevAddr(ifc *net.Interface, v6 bool) (netip.Addr, error) {
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("netdev %s: %w", ifc.Name, err)
+	}
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a.String())
+		if err != nil {
+			continue
+		}
+		if ip := p.Addr(); ip.Is6() == v6 && !ip.IsLinkLocalUnicast() {
+			return ip, nil
+		}
+	}
+	fam := map[bool]string{true: "IPv6", false: "IPv4"}[v6]
+	return netip.Addr{}, cli.Usagef("-j: netdev %s has no %s address to send from; give -j", ifc.Name, fam)
+}
+
+// usage spells the first problem of a Check as the command's flags.
+func (o *rawOptions) usage(err error) error {
+	var ps session.Problems
+	var fe *session.FieldError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ps) && len(ps) > 0:
+		fe = ps[0]
+	case errors.As(err, &fe):
+	default:
+		return err
+	}
+	return cli.Usagef("%s", fe.Text(func(field string, withValue bool) string {
+		name, ok := rawFlagFields[field]
+		f := o.fs.Lookup(name)
+		if !ok || f == nil {
+			if withValue {
+				return strings.TrimSpace(field + " " + fe.ValueOf(field))
+			}
+			return field
+		}
+		if withValue {
+			return flagLead(f) + " " + fe.ValueOf(field)
+		}
+		return flagLead(f)
+	}))
+}
+
+func (o *rawOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	jsonFile, err := createOutput(o.jsonPath, "--json")
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if jsonFile != nil {
+			jsonFile.Close()
+			if !ok {
+				os.Remove(jsonFile.Name())
+			}
+		}
+	}()
+	dev, err := openDevice(o.device, verbsio.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	port, err := dev.QueryPort(1)
+	if err != nil {
+		return fmt.Errorf("query port 1 of %s: %w", o.device, err)
+	}
+	c, err := o.config(port.Netdev)
+	if err != nil {
+		return err
+	}
+	if err := o.usage(c.Check()); err != nil {
+		return err
+	}
+	if mtu := rawMTU(port); mtu > 0 {
+		if o.size > mtu {
+			return cli.Usagef("-s %d: the frame exceeds %s's MTU (%d bytes of frame, headers included); use -s %d or less", o.size, o.device, mtu, mtu)
+		}
+		c.RecvSize = mtu + 4 // a tag the kernel puts back
+	}
+	env := reports.GatherEnv(reports.System{})
+	env.Provider, env.Fabric, env.Device, env.SendPath = dev.Device.Provider, fabricOf(dev.Device, port), dev.Device.Name, "generic"
+	env.Extra = map[string]string{"role": roleOf(o.server), "tx_depth": strconv.Itoa(c.TxDepth), "rx_depth": strconv.Itoa(c.RxDepth),
+		"flows": strconv.Itoa(c.Flows), "source_mac": net.HardwareAddr(c.Frame.SrcMAC[:]).String(), "dest_mac": o.dstMAC,
+		"source_ip": c.Frame.SrcIP.String(), "dest_ip": c.Frame.DstIP.String()}
+	out := stdout
+	if o.jsonPath == "-" {
+		out = stderr
+	}
+	p := &rawPrinter{errPrinter: errPrinter{w: out}, o: o, clk: env.Clock}
+	c.OnResult = p.row
+	results, err := raw.Run(ctx, dev, &c, p.ready)
+	if err != nil {
+		return runError(err)
+	}
+	if err := p.finish(results); err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	if counters := dev.Counters(); counters != nil {
+		env.EngineCounters = counters
+		if err := writeRawCounters(out, o.device, counters); err != nil {
+			return fmt.Errorf("write the report: %w", err)
+		}
+	}
+	doc := reports.NewDocument(env)
+	doc.Results = append(doc.Results, results...)
+	if jsonFile != nil {
+		if err := doc.Write(jsonFile); err != nil {
+			return fmt.Errorf("--json %s: %w", o.jsonPath, err)
+		}
+	} else if o.jsonPath == "-" {
+		if err := doc.Write(stdout); err != nil {
+			return err
+		}
+	}
+	ok = true
+	return nil
+}
+
+// rawMTU is the largest frame the port's netdev sends, without the FCS:
+// its MTU plus the Ethernet header; 0 when unknown.
+func rawMTU(p verbsio.PortAttr) int {
+	if p.Netdev == "" {
+		return 0
+	}
+	ifc, err := net.InterfaceByName(p.Netdev)
+	if err != nil || ifc.MTU <= 0 {
+		return 0
+	}
+	return ifc.MTU + 14
+}
+
+// rawPrinter writes a raw side's report: perftest's header, a row per
+// result as it comes (the completion-timestamp rows in their own block),
+// then the true statistics or the notes.
+type rawPrinter struct {
+	errPrinter
+	o       *rawOptions
+	clk     clock.Info
+	tsBlock bool
+}
+
+func (p *rawPrinter) ready(in raw.Info) {
+	o, f := p.o, in.Frame
+	p.banner(o.test.Title())
+	p.pair("Device", o.device, "QPN", fmt.Sprintf("0x%04x", in.QPN))
+	p.pair("Role", roleOf(o.server), "Frames inline", map[bool]string{true: "ON", false: "OFF"}[in.Inline])
+	p.one("Source", fmt.Sprintf("%s %s port %d", net.HardwareAddr(f.SrcMAC[:]), f.SrcIP, f.SrcPort))
+	p.one("Destination", fmt.Sprintf("%s %s port %d", net.HardwareAddr(f.DstMAC[:]), f.DstIP, f.DstPort))
+	proto := "UDP"
+	if f.TCP {
+		proto = "TCP"
+	}
+	p.pair("Protocol", proto, "Flows", strconv.Itoa(o.flows))
+	if in.ClockKHz > 0 {
+		p.one("Completion clock", fmt.Sprintf("%d kHz (completion timestamps)", in.ClockKHz))
+	}
+	p.one("Clock", clockText(p.clk))
+	if o.server && o.test == session.RawLat {
+		p.printf(" Answering pings: nothing to measure on this side\n")
+		return
+	}
+	if err := table.WriteResultLine(p.w); err != nil {
+		p.err = err
+		return
+	}
+	if o.test == session.RawLat {
+		p.err = table.WriteLatencyHeader(p.w, reports.ModeIterations)
+	} else {
+		p.err = table.WriteBandwidthHeader(p.w, o.gbits)
+	}
+}
+
+func (p *rawPrinter) row(r reports.Result) {
+	if p.err != nil {
+		return
+	}
+	if r.Latency == nil {
+		p.err = table.WriteBandwidthRow(p.w, r, p.o.gbits)
+		if p.err == nil && r.Bandwidth.LostMessages > 0 {
+			p.printf(" %d frames of %d bytes lost (sent, never delivered to this QP)\n", r.Bandwidth.LostMessages, r.Bytes)
+		}
+		return
+	}
+	if r.Clock == raw.ClockCompletion {
+		p.printf(" from completion timestamps (the ping's send completion to the pong's receive completion, device clock):\n")
+	}
+	p.err = table.WriteLatencyRow(p.w, r)
+}
+
+func (p *rawPrinter) finish(results []reports.Result) error {
+	if p.err != nil {
+		return p.err
+	}
+	if p.o.server && p.o.test == session.RawLat {
+		return nil
+	}
+	if err := table.WriteResultLine(p.w); err != nil {
+		return err
+	}
+	if p.o.test == session.RawLat {
+		var sw, ts []reports.Result
+		for _, r := range results {
+			if r.Clock == raw.ClockCompletion {
+				ts = append(ts, r)
+			} else {
+				sw = append(sw, r)
+			}
+		}
+		if err := table.WriteTrueLatency(p.w, sw, p.clk); err != nil {
+			return err
+		}
+		if len(ts) > 0 {
+			p.printf(" The same round trips from completion timestamps:\n")
+			if err := table.WriteTrueLatency(p.w, ts, p.clk); err != nil {
+				return err
+			}
+		}
+	} else if err := table.WriteBandwidthNotes(p.w, results, p.clk); err != nil {
+		return err
+	}
+	if p.err != nil {
+		return p.err
+	}
+	return table.WriteResultLine(p.w)
+}
+
+// rawCounterLine is what a raw side prints of the engine's counters: where
+// frames went, and the reasons a frame sent was not delivered.
+var rawCounterLine = []struct{ name, label string }{
+	{"tx_frames", "sent"}, {"tx_errors", "send errors"}, {"rx_frames", "received"}, {"rx_delivered", "delivered"},
+	{"rx_no_wqe", "no receive posted"}, {"rx_ring_drops", "ring drops"}, {"rx_unmatched", "no rule"},
+	{"rx_steer_dropped", "drop rule"}, {"rx_truncated", "truncated"},
+}
+
+// writeRawCounters prints the raw fabric's frame counters on one line.
+func writeRawCounters(w io.Writer, device string, c map[string]uint64) error {
+	var parts []string
+	for _, f := range rawCounterLine {
+		parts = append(parts, fmt.Sprintf("%s %d", f.label, c[f.name]))
+	}
+	_, err := fmt.Fprintf(w, " engine %s frames: %s\n", device, strings.Join(parts, ", "))
+	return err
+}
