@@ -55,7 +55,7 @@ func Default(t session.Test) Config {
 func (c *Config) Check() error {
 	var ps session.Problems
 	t := c.Test
-	if !t.Valid() || t.Family() != session.Raw {
+	if t != session.RawBW && t != session.RawLat {
 		ps.AddField(session.NewFieldError("Test", int(t), "not one of rperf's raw tests (raw-bw, raw-lat)"))
 		return ps.Err()
 	}

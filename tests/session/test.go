@@ -99,10 +99,11 @@ const (
 	WriteBW
 	ReadBW
 	AtomicBW
-	// RawBW and RawLat are perftest's raw_ethernet_bw and
-	// raw_ethernet_lat: family Raw, not in Tests.
+	// RawBW, RawLat and FSRate are perftest's raw_ethernet_bw,
+	// raw_ethernet_lat and raw_ethernet_fs_rate: family Raw, not in Tests.
 	RawBW
 	RawLat
+	FSRate
 )
 
 // Tests lists every test of the connected families (Latency and
@@ -110,7 +111,7 @@ const (
 var Tests = []Test{SendLat, WriteLat, ReadLat, AtomicLat, SendBW, WriteBW, ReadBW, AtomicBW}
 
 // RawTests lists the raw Ethernet tests (family Raw).
-var RawTests = []Test{RawBW, RawLat}
+var RawTests = []Test{RawBW, RawLat, FSRate}
 
 // Raw Ethernet frame sizes (perftest's raw tests: 64 bytes up to the MTU).
 const (
@@ -146,6 +147,7 @@ var tests = [...]testInfo{
 	AtomicBW:  {"atomic_bw", "atomic-bw", "Atomic BW Test", Bandwidth, Atomic, AtomicSize, 1000, 128},
 	RawBW:     {"raw_ethernet_bw", "raw-bw", "Raw Ethernet BW Test", Raw, Send, MinRawSize, 1000, 128},
 	RawLat:    {"raw_ethernet_lat", "raw-lat", "Raw Ethernet Latency Test", Raw, Send, MinRawSize, 1000, 1},
+	FSRate:    {"raw_ethernet_fs_rate", "fs-rate", "Raw Ethernet Flow Steering Rate Test", Raw, Send, MinRawSize, 1000, 1},
 }
 
 // Valid reports whether t is one of Tests.

@@ -458,7 +458,11 @@ func (p *rawPrinter) finish(results []reports.Result) error {
 	if err := table.WriteResultLine(p.w); err != nil {
 		return err
 	}
-	if p.o.test == session.RawLat {
+	if p.o.test == session.FSRate {
+		if err := table.WriteTrueLatency(p.w, results, p.clk); err != nil {
+			return err
+		}
+	} else if p.o.test == session.RawLat {
 		var sw, ts []reports.Result
 		for _, r := range results {
 			if r.Clock == raw.ClockCompletion {
@@ -501,4 +505,143 @@ func writeRawCounters(w io.Writer, device string, c map[string]uint64) error {
 	}
 	_, err := fmt.Fprintf(w, " engine %s frames: %s\n", device, strings.Join(parts, ", "))
 	return err
+}
+
+// newFSRateCommand is rperf fs-rate, perftest's raw_ethernet_fs_rate:
+// the flow-steering rule insertion rate of a raw device, on one side.
+func newFSRateCommand() *cobra.Command {
+	o := &rawOptions{test: session.FSRate}
+	cmd := &cobra.Command{
+		Use:   "fs-rate",
+		Short: "flow-steering rule insertion rate of a raw device (perftest's raw_ethernet_fs_rate)",
+		Long: `Flow-steering rule insertion rate (perftest's raw_ethernet_fs_rate): create
+-n rules on one RAW_PACKET QP, each steering this side's MAC (-B, default
+the netdev's) and a UDP destination port of its own (-k, -k+1, ...; TCP
+with --tcp), timing every creation, then destroy them all. Prints the
+creation times as a latency table (one-sided), and the rules created
+and destroyed per second. No frame is sent and no peer is needed.
+
+Examples:
+  rperf fs-rate -d raw_eth0 -n 10000
+  rperf fs-rate -d raw_eth0 -n 1000 --tcp --json fs.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return oneLine(o.runFSRate(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
+	}
+	fs := cmd.Flags()
+	o.fs = fs
+	fs.SortFlags = false
+	fs.StringVarP(&o.device, "ib-dev", "d", "", "raw device: the built-in engine's raw_<netdev>, or a kernel device with RAW_PACKET QPs")
+	fs.IntVarP(&o.iters, "iters", "n", session.FSRate.DefaultIterations(), "rules to create")
+	fs.IntVar(&o.warmup, "warmup", 0, "rules created and destroyed first, unmeasured")
+	fs.StringVarP(&o.srcMAC, "source_mac", "B", "", "the MAC address the rules steer (default: the netdev's)")
+	fs.IntVarP(&o.srcPort, "source_port", "k", DefaultRawPort, "the first rule's destination port")
+	fs.BoolVar(&o.tcp, "tcp", false, "TCP port rules instead of UDP")
+	fs.StringVar(&o.percentiles, "percentiles", "", "percentiles of the creation times (default 50,90,99,99.9,99.99)")
+	fs.StringVar(&o.jsonPath, "json", "", "write the results as an rperf/v1 JSON document to FILE (- for stdout)")
+	return cmd
+}
+
+func (o *rawOptions) runFSRate(ctx context.Context, stdout, stderr io.Writer) error {
+	switch {
+	case o.device == "":
+		return cli.Usagef("-d: give the raw device, e.g. -d raw_eth0 (the built-in engine's raw device over eth0)")
+	case o.iters < session.MinIterations:
+		return cli.Usagef("-n %d: at least %d rules", o.iters, session.MinIterations)
+	case o.srcPort < 1 || o.srcPort+o.iters > 0x10000:
+		return cli.Usagef("-k %d with -n %d: the rules' ports must stay within 1 to 65535; use a smaller -k or -n", o.srcPort, o.iters)
+	case o.warmup < 0:
+		return cli.Usagef("--warmup %d: cannot be negative", o.warmup)
+	}
+	var mac [6]byte
+	if o.srcMAC != "" {
+		var err error
+		if mac, err = parseMAC("-B", o.srcMAC); err != nil {
+			return err
+		}
+	}
+	if o.percentiles != "" {
+		ps, err := parsePercentiles(o.percentiles)
+		if err != nil {
+			return err
+		}
+		o.pcts = ps
+	}
+	jsonFile, err := createOutput(o.jsonPath, "--json")
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if jsonFile != nil {
+			jsonFile.Close()
+			if !ok {
+				os.Remove(jsonFile.Name())
+			}
+		}
+	}()
+	dev, err := openDevice(o.device, verbsio.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	port, err := dev.QueryPort(1)
+	if err != nil {
+		return fmt.Errorf("query port 1 of %s: %w", o.device, err)
+	}
+	if o.srcMAC == "" {
+		ifc, err := net.InterfaceByName(port.Netdev)
+		if err != nil {
+			return fmt.Errorf("-d %s: netdev %q: %w; give -B", o.device, port.Netdev, err)
+		}
+		copy(mac[:], ifc.HardwareAddr)
+	}
+	c := raw.Default(session.FSRate)
+	c.Iterations, c.Warmup, c.Percentiles = o.iters, o.warmup, o.pcts
+	c.Frame.SrcMAC, c.Frame.SrcPort, c.Frame.TCP = mac, uint16(o.srcPort), o.tcp
+	out := stdout
+	if o.jsonPath == "-" {
+		out = stderr
+	}
+	env := reports.GatherEnv(reports.System{})
+	env.Provider, env.Fabric, env.Device, env.SendPath = dev.Device.Provider, fabricOf(dev.Device, port), dev.Device.Name, "generic"
+	r, err := raw.FSRate(ctx, dev, &c)
+	if err != nil {
+		return runError(err)
+	}
+	p := &rawPrinter{errPrinter: errPrinter{w: out}, o: o, clk: env.Clock}
+	p.banner(session.FSRate.Title())
+	p.pair("Device", o.device, "Rules", strconv.Itoa(o.iters))
+	proto := map[bool]string{true: "TCP", false: "UDP"}[o.tcp]
+	p.one("Each rule", fmt.Sprintf("ETH dst %s, %s dst port %d + i", net.HardwareAddr(mac[:]), proto, o.srcPort))
+	p.one("Clock", clockText(p.clk))
+	if p.err == nil {
+		p.err = table.WriteResultLine(out)
+	}
+	if p.err == nil {
+		p.err = table.WriteLatencyHeader(out, reports.ModeIterations)
+	}
+	if p.err == nil {
+		p.err = table.WriteLatencyRow(out, r.Create)
+	}
+	p.printf(" rules per second: created %.0f, destroyed %.0f\n", r.CreatePerSecond, r.DestroyPerSecond)
+	if err := p.finish([]reports.Result{r.Create}); err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	env.Extra = map[string]string{"rules": strconv.Itoa(o.iters), "create_per_second": strconv.FormatFloat(r.CreatePerSecond, 'f', 0, 64),
+		"destroy_per_second": strconv.FormatFloat(r.DestroyPerSecond, 'f', 0, 64)}
+	doc := reports.NewDocument(env)
+	doc.Results = append(doc.Results, r.Create)
+	if jsonFile != nil {
+		if err := doc.Write(jsonFile); err != nil {
+			return fmt.Errorf("--json %s: %w", o.jsonPath, err)
+		}
+	} else if o.jsonPath == "-" {
+		if err := doc.Write(stdout); err != nil {
+			return err
+		}
+	}
+	ok = true
+	return nil
 }

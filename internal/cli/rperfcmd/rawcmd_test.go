@@ -212,3 +212,34 @@ func TestRawLatCommand(t *testing.T) {
 		t.Errorf("completion timestamps: min %.3f us, mean %.3f us; software clock mean %.3f us", ts.TrueMinUs, ts.MeanUs, sw.MeanUs)
 	}
 }
+
+func TestFSRateCommand(t *testing.T) {
+	s := newRawSides(t)
+	var out string
+	err := s.pair.A.Run(func() error {
+		var err error
+		out, _, err = runRaw(context.Background(), "fs-rate", "-d", "raw_"+s.pair.A.Link, "-n", "300", "--json", "-")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := decodeDoc(t, []byte(out))
+	if len(d.Results) != 1 || d.Results[0].Test != "raw_ethernet_fs_rate" || d.Results[0].Latency == nil || d.Results[0].Samples != 300 ||
+		d.Env.Extra["rules"] != "300" || d.Env.Extra["create_per_second"] == "" {
+		t.Errorf("document: %+v, extra %v", d.Results, d.Env.Extra)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"fs-rate"}, "-d: give the raw device"},
+		{[]string{"fs-rate", "-d", "raw_x", "-n", "2"}, "-n 2: at least 5 rules"},
+		{[]string{"fs-rate", "-d", "raw_x", "-k", "65000", "-n", "1000"}, "must stay within 1 to 65535"},
+		{[]string{"fs-rate", "-d", "raw_x", "-B", "nope"}, "-B nope: not a MAC address"},
+	} {
+		if _, _, err := runRaw(context.Background(), c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
+		}
+	}
+}

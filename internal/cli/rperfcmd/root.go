@@ -66,6 +66,10 @@ peers started with different ones), 3 rperf compare found a regression,
 		root.AddCommand(newTestCommand(t))
 	}
 	for _, t := range session.RawTests {
+		if t == session.FSRate {
+			root.AddCommand(newFSRateCommand())
+			continue
+		}
 		root.AddCommand(newRawCommand(t))
 	}
 	root.AddCommand(newPathsCommand(), newDMLatCommand(), newPacingCommand(), newRpingCommand())
