@@ -31,6 +31,15 @@ type Config struct {
 	// in the device's clock: a second result per size, with Clock
 	// "completion".
 	CompletionTimestamps bool
+	// BurstSize (raw-burst-lat) is how many frames the client posts at
+	// once (perftest --burst_size); 0 means TxDepth.
+	BurstSize int
+	// RateMbps (raw-burst-lat) paces the bursts to this rate, in Mb/s
+	// of frames; 0 sends each burst as soon as the previous one
+	// completed. HWPacing (perftest --rate_limit_type PP) sets it as the
+	// QP's packet pacing rate instead of spacing bursts in software.
+	RateMbps float64
+	HWPacing bool
 	// Percentiles of raw-lat's true statistics; nil: the defaults.
 	Percentiles []float64
 	// RecvSize is each receive buffer's size: the largest frame the
@@ -55,8 +64,8 @@ func Default(t session.Test) Config {
 func (c *Config) Check() error {
 	var ps session.Problems
 	t := c.Test
-	if t != session.RawBW && t != session.RawLat {
-		ps.AddField(session.NewFieldError("Test", int(t), "not one of rperf's raw tests (raw-bw, raw-lat)"))
+	if t != session.RawBW && t != session.RawLat && t != session.RawBurstLat {
+		ps.AddField(session.NewFieldError("Test", int(t), "not one of rperf's raw tests (raw-bw, raw-lat, raw-burst-lat)"))
 		return ps.Err()
 	}
 	if len(c.Sizes) == 0 {
@@ -107,6 +116,15 @@ func (c *Config) Check() error {
 	}
 	if c.RecvSize != 0 && c.RecvSize < c.MaxSize() {
 		ps.AddField(session.NewFieldError("RecvSize", c.RecvSize, "receive buffers smaller than the largest frame (%d bytes)", c.MaxSize()))
+	}
+	if c.BurstSize < 0 || c.BurstSize > c.TxDepth {
+		ps.AddField(session.NewFieldError("BurstSize", c.BurstSize, "a burst is 1 to {TxDepth=} frames (0: the tx depth)").WithValue("TxDepth", c.TxDepth))
+	}
+	if c.RateMbps < 0 || (c.RateMbps > 0 || c.BurstSize > 0 || c.HWPacing) && t != session.RawBurstLat {
+		ps.AddField(session.NewFieldError("RateMbps", c.RateMbps, "bursts and their rate belong to raw-burst-lat"))
+	}
+	if c.HWPacing && c.RateMbps == 0 {
+		ps.AddField(session.NewFieldError("HWPacing", true, "hardware pacing needs a rate").WithFix("give {RateMbps}"))
 	}
 	if c.CompletionTimestamps && t != session.RawLat {
 		ps.AddField(session.NewFieldError("CompletionTimestamps", true, "completion timestamps time round trips: raw-lat only"))

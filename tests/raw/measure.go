@@ -299,3 +299,80 @@ func (r *runner) latServer(ctx context.Context, size int) error {
 	}
 	return nil
 }
+
+// burstClient is raw-burst-lat's client (perftest's LAT_BY_BW): it posts
+// Warmup then Iterations frames of size bytes in bursts of BurstSize,
+// each burst once the previous one completed and, with a software rate,
+// no earlier than the rate allows; every frame is signaled and its
+// sample is its completion's poll time less its post time.
+func (r *runner) burstClient(ctx context.Context, size int) ([]reports.Result, error) {
+	c := r.c
+	if err := r.buildFrames(size, c.Frame); err != nil {
+		return nil, err
+	}
+	burst := c.BurstSize
+	if burst == 0 {
+		burst = c.TxDepth
+	}
+	// One burst's time at the rate, in ns (software pacing only).
+	var gap int64
+	if c.RateMbps > 0 && !c.HWPacing {
+		gap = int64(float64(burst*size*8) * 1e3 / c.RateMbps)
+	}
+	rec, err := reports.NewRecorder(reports.RecorderOptions{Expected: c.Iterations})
+	if err != nil {
+		return nil, err
+	}
+	posted := make([]int64, burst)
+	total := c.Warmup + c.Iterations
+	var w waiter
+	next := clock.Now()
+	for sent, flow, fb := 0, 0, 0; sent < total; {
+		for gap > 0 && clock.Now() < next {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		next += gap
+		k := min(burst, total-sent)
+		for i := range k {
+			posted[i] = clock.Now()
+			if _, err := r.qp.PostSend(r.send[flow : flow+1]); err != nil {
+				return nil, fmt.Errorf("raw test: post frame %d: %w", sent+i, err)
+			}
+			if fb++; fb == c.FlowsBurst {
+				fb, flow = 0, (flow+1)%len(r.send)
+			}
+		}
+		w.begin(ctx, "waiting for send completions", c.stall())
+		for done := 0; done < k; {
+			n, err := r.cq.Poll(r.wcs[:min(len(r.wcs), k-done)])
+			if err != nil {
+				return nil, fmt.Errorf("raw test: poll: %w", err)
+			}
+			if n == 0 {
+				if err := w.idle(); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			now := clock.Now()
+			for i := range r.wcs[:n] {
+				if wc := &r.wcs[i]; wc.Status != verbsio.StatusSuccess {
+					return nil, wcError(fmt.Sprintf("frame %d", sent+done), wc)
+				}
+				if sent+done >= c.Warmup {
+					rec.Record(now - posted[done])
+				}
+				done++
+			}
+		}
+		sent += k
+	}
+	res, err := reports.NewLatencyResult(reports.LatencySpec{Test: c.Test.Name(), Bytes: int64(size), Iterations: int64(c.Iterations),
+		Mode: reports.ModeIterations, RTTFactor: reports.RTTFactorOneSided, Percentiles: c.Percentiles}, rec)
+	if err != nil {
+		return nil, err
+	}
+	return []reports.Result{res}, nil
+}

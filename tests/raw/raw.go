@@ -70,10 +70,12 @@ func Run(ctx context.Context, dev *verbsio.Context, c *Config, onReady func(Info
 		}
 		var res []reports.Result
 		switch {
-		case c.Test == session.RawBW && c.Server:
+		case c.Test != session.RawLat && c.Server:
 			res, err = r.bwServer(ctx, size)
 		case c.Test == session.RawBW:
 			res, err = r.bwClient(ctx, size)
+		case c.Test == session.RawBurstLat:
+			res, err = r.burstClient(ctx, size)
 		case c.Server:
 			err = r.latServer(ctx, size)
 		default:
@@ -171,6 +173,12 @@ func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 	r.inline = inline > 0
 	if err = r.qp.Connect(verbsio.Endpoint{}, verbsio.Endpoint{}, verbsio.ConnectOptions{}); err != nil {
 		return nil, err
+	}
+	if c.HWPacing && !c.Server {
+		kbps := uint32(c.RateMbps * 1000)
+		if err = r.qp.Modify(&verbsio.QPAttr{State: verbsio.QPStateRTS, RateLimit: kbps}, verbsio.QPAttrState|verbsio.QPAttrRateLimit); err != nil {
+			return nil, fmt.Errorf("raw test: pace the QP at %d kb/s: %w", kbps, err)
+		}
 	}
 	r.sgl = make([]verbsio.SGE, flows)
 	r.send = make([]verbsio.SendWR, flows)

@@ -187,6 +187,9 @@ func TestRawCheck(t *testing.T) {
 		{"flows past 65535", func(c *raw.Config) { c.Frame.DstPort, c.Flows = 65535, 2 }, "within 65535"},
 		{"duration", func(c *raw.Config) { c.Duration = time.Second }, "raw tests run a number of iterations"},
 		{"timestamps on bw", func(c *raw.Config) { c.CompletionTimestamps = true }, "raw-lat only"},
+		{"rate on bw", func(c *raw.Config) { c.RateMbps = 10 }, "bursts and their rate belong to raw-burst-lat"},
+		{"burst over depth", func(c *raw.Config) { c.Test, c.BurstSize = session.RawBurstLat, 129 }, "a burst is 1 to TxDepth 128 frames"},
+		{"PP without a rate", func(c *raw.Config) { c.Test, c.HWPacing = session.RawBurstLat, true }, "hardware pacing needs a rate"},
 		{"pcp", func(c *raw.Config) { c.Frame.VLAN, c.Frame.VLANPCP = true, 8 }, "a VLAN priority is 0 to 7"},
 		{"not raw", func(c *raw.Config) { c.Test = session.SendBW }, "not one of rperf's raw tests"},
 	} {
@@ -226,5 +229,39 @@ func TestFSRate(t *testing.T) {
 	c.Iterations, c.Frame.SrcPort = 100, 65500
 	if _, err := raw.FSRate(context.Background(), a.dev, &c); err == nil || !strings.Contains(err.Error(), "within 65535") {
 		t.Errorf("ports past 65535: %v", err)
+	}
+}
+
+func TestRawBurstLat(t *testing.T) {
+	const n = 1000
+	for _, c := range []struct {
+		name  string
+		burst int
+		mbps  float64
+		hw    bool
+	}{{"back to back", 0, 0, false}, {"SW 50 Mbps", 8, 50, false}, {"PP 50 Mbps", 8, 50, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			client, server := pair(t, session.RawBurstLat, func(cfg *raw.Config) {
+				cfg.Iterations, cfg.RxDepth = n, 2048
+				if !cfg.Server {
+					cfg.BurstSize, cfg.RateMbps, cfg.HWPacing = c.burst, c.mbps, c.hw
+				}
+			})
+			el := time.Since(start)
+			if len(client) != 1 || client[0].Latency == nil || client[0].Samples != n || client[0].RTTFactor != 1 || client[0].TrueMinUs <= 0 {
+				t.Fatalf("client: %+v", client)
+			}
+			if len(server) != 1 || server[0].Iterations+server[0].Bandwidth.LostMessages != n {
+				t.Fatalf("server: %+v", server)
+			}
+			// A paced run cannot be faster than its rate: 1000 frames of
+			// 64 bytes at 50 Mb/s take 10 ms at least.
+			if min := time.Duration(float64((n-c.burst)*64*8) / c.mbps * 1e3); c.mbps > 0 && el < min {
+				t.Errorf("%d frames in %v at %g Mb/s: faster than the rate allows (%v)", n, el, c.mbps, min)
+			}
+			t.Logf("p50 %.2f us, p99 %.2f us; server %.3f Mpps, %d lost", client[0].Percentiles["50"], client[0].Percentiles["99"],
+				server[0].MsgRateMpps, server[0].Bandwidth.LostMessages)
+		})
 	}
 }

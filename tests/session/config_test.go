@@ -53,7 +53,7 @@ func TestTests(t *testing.T) {
 			t.Errorf("%s: Default %+v: %v", x, d, d.Check())
 		}
 	}
-	if Test(11).Valid() || Test(11).String() != "Test(11)" || Family(7).String() != "Family(7)" {
+	if Test(12).Valid() || Test(12).String() != "Test(12)" || Family(7).String() != "Family(7)" {
 		t.Error("out of the table")
 	}
 	// The raw tests: family Raw, RAW_PACKET, perftest's raw names, and not
@@ -62,7 +62,8 @@ func TestTests(t *testing.T) {
 		test          Test
 		name, command string
 		tx            int
-	}{{RawBW, "raw_ethernet_bw", "raw-bw", 128}, {RawLat, "raw_ethernet_lat", "raw-lat", 1}, {FSRate, "raw_ethernet_fs_rate", "fs-rate", 1}} {
+	}{{RawBW, "raw_ethernet_bw", "raw-bw", 128}, {RawLat, "raw_ethernet_lat", "raw-lat", 1}, {FSRate, "raw_ethernet_fs_rate", "fs-rate", 1},
+		{RawBurstLat, "raw_ethernet_burst_lat", "raw-burst-lat", 128}} {
 		x := c.test
 		if x.Name() != c.name || x.Command() != c.command || x.Family() != Raw || x.Family().String() != "raw" ||
 			x.DefaultSize() != MinRawSize || x.DefaultTxDepth() != c.tx || len(x.Connections()) != 1 || x.Connections()[0] != verbsio.QPTypeRawPacket {

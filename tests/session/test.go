@@ -99,11 +99,13 @@ const (
 	WriteBW
 	ReadBW
 	AtomicBW
-	// RawBW, RawLat and FSRate are perftest's raw_ethernet_bw,
-	// raw_ethernet_lat and raw_ethernet_fs_rate: family Raw, not in Tests.
+	// RawBW, RawLat, FSRate and RawBurstLat are perftest's
+	// raw_ethernet_bw, raw_ethernet_lat, raw_ethernet_fs_rate and
+	// raw_ethernet_burst_lat: family Raw, not in Tests.
 	RawBW
 	RawLat
 	FSRate
+	RawBurstLat
 )
 
 // Tests lists every test of the connected families (Latency and
@@ -111,7 +113,7 @@ const (
 var Tests = []Test{SendLat, WriteLat, ReadLat, AtomicLat, SendBW, WriteBW, ReadBW, AtomicBW}
 
 // RawTests lists the raw Ethernet tests (family Raw).
-var RawTests = []Test{RawBW, RawLat, FSRate}
+var RawTests = []Test{RawBW, RawLat, RawBurstLat, FSRate}
 
 // Raw Ethernet frame sizes (perftest's raw tests: 64 bytes up to the MTU).
 const (
@@ -137,17 +139,18 @@ type testInfo struct {
 }
 
 var tests = [...]testInfo{
-	SendLat:   {"send_lat", "send-lat", "Send Latency Test", Latency, Send, 2, 1000, 1},
-	WriteLat:  {"write_lat", "write-lat", "RDMA_Write Latency Test", Latency, Write, 2, 1000, 1},
-	ReadLat:   {"read_lat", "read-lat", "RDMA_Read Latency Test", Latency, Read, 2, 1000, 1},
-	AtomicLat: {"atomic_lat", "atomic-lat", "Atomic Latency Test", Latency, Atomic, AtomicSize, 1000, 1},
-	SendBW:    {"send_bw", "send-bw", "Send BW Test", Bandwidth, Send, 65536, 1000, 128},
-	WriteBW:   {"write_bw", "write-bw", "RDMA_Write BW Test", Bandwidth, Write, 65536, 5000, 128},
-	ReadBW:    {"read_bw", "read-bw", "RDMA_Read BW Test", Bandwidth, Read, 65536, 1000, 128},
-	AtomicBW:  {"atomic_bw", "atomic-bw", "Atomic BW Test", Bandwidth, Atomic, AtomicSize, 1000, 128},
-	RawBW:     {"raw_ethernet_bw", "raw-bw", "Raw Ethernet BW Test", Raw, Send, MinRawSize, 1000, 128},
-	RawLat:    {"raw_ethernet_lat", "raw-lat", "Raw Ethernet Latency Test", Raw, Send, MinRawSize, 1000, 1},
-	FSRate:    {"raw_ethernet_fs_rate", "fs-rate", "Raw Ethernet Flow Steering Rate Test", Raw, Send, MinRawSize, 1000, 1},
+	SendLat:     {"send_lat", "send-lat", "Send Latency Test", Latency, Send, 2, 1000, 1},
+	WriteLat:    {"write_lat", "write-lat", "RDMA_Write Latency Test", Latency, Write, 2, 1000, 1},
+	ReadLat:     {"read_lat", "read-lat", "RDMA_Read Latency Test", Latency, Read, 2, 1000, 1},
+	AtomicLat:   {"atomic_lat", "atomic-lat", "Atomic Latency Test", Latency, Atomic, AtomicSize, 1000, 1},
+	SendBW:      {"send_bw", "send-bw", "Send BW Test", Bandwidth, Send, 65536, 1000, 128},
+	WriteBW:     {"write_bw", "write-bw", "RDMA_Write BW Test", Bandwidth, Write, 65536, 5000, 128},
+	ReadBW:      {"read_bw", "read-bw", "RDMA_Read BW Test", Bandwidth, Read, 65536, 1000, 128},
+	AtomicBW:    {"atomic_bw", "atomic-bw", "Atomic BW Test", Bandwidth, Atomic, AtomicSize, 1000, 128},
+	RawBW:       {"raw_ethernet_bw", "raw-bw", "Raw Ethernet BW Test", Raw, Send, MinRawSize, 1000, 128},
+	RawLat:      {"raw_ethernet_lat", "raw-lat", "Raw Ethernet Latency Test", Raw, Send, MinRawSize, 1000, 1},
+	RawBurstLat: {"raw_ethernet_burst_lat", "raw-burst-lat", "Raw Ethernet Burst Latency Test", Raw, Send, MinRawSize, 1000, 128},
+	FSRate:      {"raw_ethernet_fs_rate", "fs-rate", "Raw Ethernet Flow Steering Rate Test", Raw, Send, MinRawSize, 1000, 1},
 }
 
 // Valid reports whether t is one of Tests.

@@ -64,8 +64,19 @@ type rawOptions struct {
 	jsonPath    string
 	timeout     time.Duration
 	gbits       bool
+	burstSize   int
+	rateLimit   float64
+	rateUnits   string
+	rateType    string
 
 	pcts []float64
+	mbps float64 // --rate_limit in Mb/s
+}
+
+// latTable reports whether this side prints latency rows: the raw-lat
+// client and the raw-burst-lat client.
+func (o *rawOptions) latTable() bool {
+	return !o.server && (o.test == session.RawLat || o.test == session.RawBurstLat)
 }
 
 // rawFlagFields maps tests/raw's configuration fields to the flags that
@@ -73,12 +84,13 @@ type rawOptions struct {
 var rawFlagFields = map[string]string{
 	"Sizes": "size", "Iterations": "iters", "TxDepth": "tx-depth", "RxDepth": "rx-depth", "Warmup": "warmup",
 	"DstMAC": "dest_mac", "Flows": "flows", "FlowsBurst": "flows_burst", "VLANPCP": "vlan_pcp",
-	"CompletionTimestamps": "completion-timestamps", "Percentiles": "percentiles",
+	"CompletionTimestamps": "completion-timestamps", "Percentiles": "percentiles", "BurstSize": "burst_size",
+	"RateMbps": "rate_limit", "HWPacing": "rate_limit_type",
 }
 
 func newRawCommand(t session.Test) *cobra.Command {
 	o := &rawOptions{test: t}
-	what := map[session.Test]string{session.RawBW: "bandwidth", session.RawLat: "latency"}[t]
+	what := map[session.Test]string{session.RawBW: "bandwidth", session.RawLat: "latency", session.RawBurstLat: "latency under a burst load"}[t]
 	cmd := &cobra.Command{
 		Use:   t.Command(),
 		Short: "raw Ethernet " + what + " on a RAW_PACKET QP (perftest's " + t.Name() + ")",
@@ -141,6 +153,13 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	} else {
 		fs.BoolVar(&o.gbits, "report_gbits", false, "report bandwidth in Gb/s (10^9 bits) instead of MiB/s")
 	}
+	if t == session.RawBurstLat {
+		fs.StringVar(&o.percentiles, "percentiles", "", "percentiles of the true statistics (default 50,90,99,99.9,99.99)")
+		fs.IntVar(&o.burstSize, "burst_size", 0, "frames posted at once (default: the tx depth)")
+		fs.Float64Var(&o.rateLimit, "rate_limit", 0, "pace the client's frames to this rate (--rate_units); 0: bursts back to back")
+		fs.StringVar(&o.rateUnits, "rate_units", "g", "--rate_limit's unit: M (Mb/s), g (Gb/s) or p (frames per second)")
+		fs.StringVar(&o.rateType, "rate_limit_type", "SW", "SW: bursts spaced in software; PP: the QP's packet pacing (rate_limit)")
+	}
 }
 
 // validate checks the flags' spelling and roles before any device opens.
@@ -197,6 +216,32 @@ func (o *rawOptions) validate() error {
 		}
 		o.pcts = ps
 	}
+	if o.test == session.RawBurstLat {
+		return o.parseRate()
+	}
+	return nil
+}
+
+// parseRate turns --rate_limit and --rate_units into Mb/s of frames.
+func (o *rawOptions) parseRate() error {
+	switch {
+	case o.rateLimit < 0:
+		return cli.Usagef("--rate_limit %g: a rate cannot be negative", o.rateLimit)
+	case o.rateType != "SW" && o.rateType != "PP":
+		return cli.Usagef("--rate_limit_type %s: use SW (software spacing) or PP (packet pacing); rperf has no HW static rate on raw QPs", o.rateType)
+	case o.rateType == "PP" && o.rateLimit == 0:
+		return cli.Usagef("--rate_limit_type PP paces at --rate_limit: give it")
+	}
+	switch o.rateUnits {
+	case "M":
+		o.mbps = o.rateLimit
+	case "g":
+		o.mbps = o.rateLimit * 1000
+	case "p":
+		o.mbps = o.rateLimit * float64(o.size*8) / 1e6
+	default:
+		return cli.Usagef("--rate_units %s: use M (Mb/s), g (Gb/s) or p (frames per second)", o.rateUnits)
+	}
 	return nil
 }
 
@@ -221,6 +266,9 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 	c.Server = o.server
 	c.Flows, c.FlowsBurst = o.flows, o.flowsBurst
 	c.CompletionTimestamps, c.Percentiles = o.timestamps, o.pcts
+	if o.test == session.RawBurstLat && !o.server {
+		c.BurstSize, c.RateMbps, c.HWPacing = o.burstSize, o.mbps, o.rateType == "PP"
+	}
 	f := &c.Frame
 	f.DstMAC, _ = parseMAC("-E", o.dstMAC)
 	f.DstIP, _ = netip.ParseAddr(o.dstIP)
@@ -420,11 +468,22 @@ func (p *rawPrinter) ready(in raw.Info) {
 		p.printf(" Answering pings: nothing to measure on this side\n")
 		return
 	}
+	if o.test == session.RawBurstLat && !o.server {
+		burst, rate := o.burstSize, "none: each burst when the previous one completed"
+		if burst == 0 {
+			burst = o.txDepth
+		}
+		if o.mbps > 0 {
+			rate = fmt.Sprintf("%g Mb/s (%s)", o.mbps, map[string]string{"SW": "bursts spaced in software", "PP": "the QP's packet pacing"}[o.rateType])
+		}
+		p.pair("Burst size", strconv.Itoa(burst), "Rate limit", rate)
+		p.printf(" Latency of each frame: its send completion's poll time less its post time\n")
+	}
 	if err := table.WriteResultLine(p.w); err != nil {
 		p.err = err
 		return
 	}
-	if o.test == session.RawLat {
+	if o.latTable() {
 		p.err = table.WriteLatencyHeader(p.w, reports.ModeIterations)
 	} else {
 		p.err = table.WriteBandwidthHeader(p.w, o.gbits)
@@ -458,7 +517,7 @@ func (p *rawPrinter) finish(results []reports.Result) error {
 	if err := table.WriteResultLine(p.w); err != nil {
 		return err
 	}
-	if p.o.test == session.FSRate {
+	if p.o.test == session.FSRate || p.o.test == session.RawBurstLat && !p.o.server {
 		if err := table.WriteTrueLatency(p.w, results, p.clk); err != nil {
 			return err
 		}

@@ -58,6 +58,11 @@ func TestRawFlags(t *testing.T) {
 		{"raw-bw", append(base, "--timeout", "0s"), "--timeout 0s: must be positive"},
 		{"raw-bw", append(base, "--json", "/nonexistent/dir/x.json"), "--json /nonexistent/dir/x.json: cannot create the file"},
 		{"raw-bw", base, "raw_nosuch0"},
+		{"raw-burst-lat", append(base, "--rate_limit", "1", "--rate_units", "k"), "--rate_units k: use M (Mb/s), g (Gb/s) or p (frames per second)"},
+		{"raw-burst-lat", append(base, "--rate_limit", "1", "--rate_limit_type", "HW"), "--rate_limit_type HW: use SW (software spacing) or PP"},
+		{"raw-burst-lat", append(base, "--rate_limit_type", "PP"), "--rate_limit_type PP paces at --rate_limit: give it"},
+		{"raw-burst-lat", append(base, "--rate_limit", "-1"), "--rate_limit -1: a rate cannot be negative"},
+		{"raw-bw", append(base, "--burst_size", "4"), "unknown flag: --burst_size"},
 	} {
 		_, _, err := runRaw(context.Background(), append([]string{c.cmd}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
