@@ -34,10 +34,11 @@ type Config struct {
 	// BurstSize (raw-burst-lat) is how many frames the client posts at
 	// once (perftest --burst_size); 0 means TxDepth.
 	BurstSize int
-	// RateMbps (raw-burst-lat) paces the bursts to this rate, in Mb/s
-	// of frames; 0 sends each burst as soon as the previous one
-	// completed. HWPacing (perftest --rate_limit_type PP) sets it as the
-	// QP's packet pacing rate instead of spacing bursts in software.
+	// RateMbps paces the client's frames to this rate, in Mb/s of
+	// frames: raw-burst-lat spaces its bursts in software, or with
+	// HWPacing (perftest --rate_limit_type PP) sets the rate as the QP's
+	// packet pacing rate; raw-bw paces through the QP only (HWPacing).
+	// 0 sends as fast as the queue allows.
 	RateMbps float64
 	HWPacing bool
 	// Percentiles of raw-lat's true statistics; nil: the defaults.
@@ -120,8 +121,15 @@ func (c *Config) Check() error {
 	if c.BurstSize < 0 || c.BurstSize > c.TxDepth {
 		ps.AddField(session.NewFieldError("BurstSize", c.BurstSize, "a burst is 1 to {TxDepth=} frames (0: the tx depth)").WithValue("TxDepth", c.TxDepth))
 	}
-	if c.RateMbps < 0 || (c.RateMbps > 0 || c.BurstSize > 0 || c.HWPacing) && t != session.RawBurstLat {
-		ps.AddField(session.NewFieldError("RateMbps", c.RateMbps, "bursts and their rate belong to raw-burst-lat"))
+	switch {
+	case c.RateMbps < 0:
+		ps.AddField(session.NewFieldError("RateMbps", c.RateMbps, "a rate cannot be negative"))
+	case c.BurstSize > 0 && t != session.RawBurstLat:
+		ps.AddField(session.NewFieldError("BurstSize", c.BurstSize, "bursts belong to raw-burst-lat"))
+	case t == session.RawBW && c.RateMbps > 0 && !c.HWPacing:
+		ps.AddField(session.NewFieldError("RateMbps", c.RateMbps, "raw-bw paces through the QP only").WithFix("add {HWPacing}"))
+	case t == session.RawLat && (c.RateMbps > 0 || c.HWPacing):
+		ps.AddField(session.NewFieldError("RateMbps", c.RateMbps, "raw-lat sends one frame at a time: a rate does not apply"))
 	}
 	if c.HWPacing && c.RateMbps == 0 {
 		ps.AddField(session.NewFieldError("HWPacing", true, "hardware pacing needs a rate").WithFix("give {RateMbps}"))

@@ -47,7 +47,7 @@ func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, erro
 			continue
 		}
 		now := clock.Now()
-		w.deadline = now + int64(w.limit)
+		w.progress(now)
 		for i := range r.wcs[:k] {
 			if wc := &r.wcs[i]; wc.Status != verbsio.StatusSuccess {
 				return nil, wcError(fmt.Sprintf("frame %d", done), wc)
@@ -122,7 +122,7 @@ loop:
 				last = now
 			}
 		}
-		w.deadline = now + int64(w.limit)
+		w.progress(now)
 		if other {
 			break loop
 		}

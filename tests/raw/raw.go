@@ -286,6 +286,11 @@ func (w *waiter) begin(ctx context.Context, what string, limit time.Duration) {
 	w.deadline = w.start + int64(limit)
 }
 
+// progress restarts the wait at now: something arrived.
+func (w *waiter) progress(now int64) {
+	w.start, w.deadline, w.spins = now, now+int64(w.limit), 0
+}
+
 // idle is called when a poll found nothing.
 func (w *waiter) idle() error {
 	w.spins++

@@ -156,9 +156,12 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	if t == session.RawBurstLat {
 		fs.StringVar(&o.percentiles, "percentiles", "", "percentiles of the true statistics (default 50,90,99,99.9,99.99)")
 		fs.IntVar(&o.burstSize, "burst_size", 0, "frames posted at once (default: the tx depth)")
-		fs.Float64Var(&o.rateLimit, "rate_limit", 0, "pace the client's frames to this rate (--rate_units); 0: bursts back to back")
+	}
+	if t != session.RawLat {
+		def := map[bool]string{true: "SW", false: "PP"}[t == session.RawBurstLat]
+		fs.Float64Var(&o.rateLimit, "rate_limit", 0, "pace the client's frames to this rate (--rate_units); 0: as fast as the queue allows")
 		fs.StringVar(&o.rateUnits, "rate_units", "g", "--rate_limit's unit: M (Mb/s), g (Gb/s) or p (frames per second)")
-		fs.StringVar(&o.rateType, "rate_limit_type", "SW", "SW: bursts spaced in software; PP: the QP's packet pacing (rate_limit)")
+		fs.StringVar(&o.rateType, "rate_limit_type", def, "SW: bursts spaced in software (raw-burst-lat); PP: the QP's packet pacing (rate_limit)")
 	}
 }
 
@@ -216,7 +219,7 @@ func (o *rawOptions) validate() error {
 		}
 		o.pcts = ps
 	}
-	if o.test == session.RawBurstLat {
+	if o.test != session.RawLat {
 		return o.parseRate()
 	}
 	return nil
@@ -229,8 +232,10 @@ func (o *rawOptions) parseRate() error {
 		return cli.Usagef("--rate_limit %g: a rate cannot be negative", o.rateLimit)
 	case o.rateType != "SW" && o.rateType != "PP":
 		return cli.Usagef("--rate_limit_type %s: use SW (software spacing) or PP (packet pacing); rperf has no HW static rate on raw QPs", o.rateType)
-	case o.rateType == "PP" && o.rateLimit == 0:
+	case o.rateType == "PP" && o.rateLimit == 0 && o.fs.Changed("rate_limit_type"):
 		return cli.Usagef("--rate_limit_type PP paces at --rate_limit: give it")
+	case o.rateType == "SW" && o.test == session.RawBW:
+		return cli.Usagef("--rate_limit_type SW: raw-bw paces through the QP only (PP)")
 	}
 	switch o.rateUnits {
 	case "M":
@@ -266,8 +271,8 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 	c.Server = o.server
 	c.Flows, c.FlowsBurst = o.flows, o.flowsBurst
 	c.CompletionTimestamps, c.Percentiles = o.timestamps, o.pcts
-	if o.test == session.RawBurstLat && !o.server {
-		c.BurstSize, c.RateMbps, c.HWPacing = o.burstSize, o.mbps, o.rateType == "PP"
+	if o.test != session.RawLat && !o.server {
+		c.BurstSize, c.RateMbps, c.HWPacing = o.burstSize, o.mbps, o.rateType == "PP" && o.mbps > 0
 	}
 	f := &c.Frame
 	f.DstMAC, _ = parseMAC("-E", o.dstMAC)
@@ -478,6 +483,9 @@ func (p *rawPrinter) ready(in raw.Info) {
 		}
 		p.pair("Burst size", strconv.Itoa(burst), "Rate limit", rate)
 		p.printf(" Latency of each frame: its send completion's poll time less its post time\n")
+	}
+	if o.test == session.RawBW && !o.server && o.mbps > 0 {
+		p.one("Rate limit", fmt.Sprintf("%g Mb/s (the QP's packet pacing)", o.mbps))
 	}
 	if err := table.WriteResultLine(p.w); err != nil {
 		p.err = err

@@ -63,6 +63,8 @@ func TestRawFlags(t *testing.T) {
 		{"raw-burst-lat", append(base, "--rate_limit_type", "PP"), "--rate_limit_type PP paces at --rate_limit: give it"},
 		{"raw-burst-lat", append(base, "--rate_limit", "-1"), "--rate_limit -1: a rate cannot be negative"},
 		{"raw-bw", append(base, "--burst_size", "4"), "unknown flag: --burst_size"},
+		{"raw-bw", append(base, "--rate_limit", "1", "--rate_limit_type", "SW"), "--rate_limit_type SW: raw-bw paces through the QP only (PP)"},
+		{"raw-lat", append(base, "--rate_limit", "1"), "unknown flag: --rate_limit"},
 	} {
 		_, _, err := runRaw(context.Background(), append([]string{c.cmd}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
