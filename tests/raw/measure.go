@@ -2,6 +2,7 @@ package raw
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/rperf/rperf/internal/clock"
@@ -36,14 +37,11 @@ func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, erro
 				burst, flow = 0, (flow+1)%len(r.send)
 			}
 		}
-		k, err := r.cq.Poll(r.wcs)
+		k, err := r.poll(&w, len(r.wcs))
 		if err != nil {
-			return nil, fmt.Errorf("raw test: poll: %w", err)
+			return nil, err
 		}
 		if k == 0 {
-			if err := w.idle(); err != nil {
-				return nil, err
-			}
 			continue
 		}
 		now := clock.Now()
@@ -81,20 +79,18 @@ func (r *runner) bwServer(ctx context.Context, size int) ([]reports.Result, erro
 	w.begin(ctx, fmt.Sprintf("waiting for the first %d-byte frame", size), c.firstWait())
 loop:
 	for got < expected {
-		k, err := r.cq.Poll(r.wcs)
-		if err != nil {
-			return nil, fmt.Errorf("raw test: poll: %w", err)
-		}
-		if k == 0 {
-			if err := w.idle(); err != nil {
-				if got > 0 {
-					break // stalled: what did not come was lost
-				}
-				if others > 0 {
-					return nil, fmt.Errorf("raw test: %d frames arrived, none of %d bytes: run both sides with the same frame size", others, size)
-				}
-				return nil, err
-			}
+		k, err := r.poll(&w, len(r.wcs))
+		var stall *stallError
+		switch {
+		case err != nil && !errors.As(err, &stall):
+			return nil, err
+		case err != nil && got > 0:
+			break loop // stalled: what did not come was lost
+		case err != nil && others > 0:
+			return nil, fmt.Errorf("raw test: %d frames arrived, none of %d bytes: run both sides with the same frame size", others, size)
+		case err != nil:
+			return nil, err
+		case k == 0:
 			continue
 		}
 		now := clock.Now()
@@ -178,14 +174,11 @@ func (r *runner) latClient(ctx context.Context, size int) ([]reports.Result, err
 		var sendTS, recvTS uint64
 		sent, answered := false, false
 		for !sent || !answered {
-			k, err := r.cq.Poll(r.wcs)
+			k, err := r.poll(&w, len(r.wcs))
 			if err != nil {
-				return nil, fmt.Errorf("raw test: poll: %w", err)
+				return nil, err
 			}
 			if k == 0 {
-				if err := w.idle(); err != nil {
-					return nil, err
-				}
 				continue
 			}
 			now := clock.Now()
@@ -250,14 +243,11 @@ func (r *runner) latServer(ctx context.Context, size int) error {
 			w.begin(ctx, fmt.Sprintf("waiting for ping %d", i), c.stall())
 		}
 		for pinged := false; !pinged || outstanding >= c.TxDepth; {
-			k, err := r.cq.Poll(r.wcs)
+			k, err := r.poll(&w, len(r.wcs))
 			if err != nil {
-				return fmt.Errorf("raw test: poll: %w", err)
+				return err
 			}
 			if k == 0 {
-				if err := w.idle(); err != nil {
-					return err
-				}
 				continue
 			}
 			for j := range r.wcs[:k] {
@@ -282,18 +272,13 @@ func (r *runner) latServer(ctx context.Context, size int) error {
 	}
 	w.begin(ctx, "waiting for the last pong's completion", c.stall())
 	for outstanding > 0 {
-		k, err := r.cq.Poll(r.wcs)
+		k, err := r.poll(&w, len(r.wcs))
 		if err != nil {
-			return fmt.Errorf("raw test: poll: %w", err)
+			return err
 		}
 		for j := range r.wcs[:k] {
 			if r.wcs[j].Opcode == verbsio.WCSend {
 				outstanding--
-			}
-		}
-		if k == 0 {
-			if err := w.idle(); err != nil {
-				return err
 			}
 		}
 	}
@@ -346,14 +331,11 @@ func (r *runner) burstClient(ctx context.Context, size int) ([]reports.Result, e
 		}
 		w.begin(ctx, "waiting for send completions", c.stall())
 		for done := 0; done < k; {
-			n, err := r.cq.Poll(r.wcs[:min(len(r.wcs), k-done)])
+			n, err := r.poll(&w, min(len(r.wcs), k-done))
 			if err != nil {
-				return nil, fmt.Errorf("raw test: poll: %w", err)
+				return nil, err
 			}
 			if n == 0 {
-				if err := w.idle(); err != nil {
-					return nil, err
-				}
 				continue
 			}
 			now := clock.Now()

@@ -299,7 +299,7 @@ func (w *waiter) idle() error {
 	}
 	now := clock.Now()
 	if now > w.deadline {
-		return fmt.Errorf("raw test: %s: nothing for %v (is the peer running, with this side's MAC, IP and port as its destination?)", w.what, w.limit)
+		return &stallError{w.what, w.limit}
 	}
 	if err := w.ctx.Err(); err != nil {
 		return fmt.Errorf("raw test: %s: %w", w.what, err)
@@ -310,6 +310,30 @@ func (w *waiter) idle() error {
 		runtime.Gosched()
 	}
 	return nil
+}
+
+// stallError is a wait that saw nothing for its limit.
+type stallError struct {
+	what  string
+	limit time.Duration
+}
+
+func (e *stallError) Error() string {
+	return fmt.Sprintf("raw test: %s: nothing for %v (is the peer running, with this side's MAC, IP and port as its destination?)", e.what, e.limit)
+}
+
+// poll polls up to n completions into r.wcs; when there are none it runs
+// the wait's idle turn, whose error (a stall, a cancelled context) it
+// returns.
+func (r *runner) poll(w *waiter, n int) (int, error) {
+	k, err := r.cq.Poll(r.wcs[:n])
+	if err != nil {
+		return 0, fmt.Errorf("raw test: poll: %w", err)
+	}
+	if k == 0 {
+		return 0, w.idle()
+	}
+	return k, nil
 }
 
 func wcError(what string, wc *verbsio.WC) error {

@@ -356,28 +356,12 @@ func (o *rawOptions) usage(err error) error {
 }
 
 func (o *rawOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
-	jsonFile, err := createOutput(o.jsonPath, "--json")
+	side, err := o.open()
 	if err != nil {
 		return err
 	}
-	ok := false
-	defer func() {
-		if jsonFile != nil {
-			jsonFile.Close()
-			if !ok {
-				os.Remove(jsonFile.Name())
-			}
-		}
-	}()
-	dev, err := openDevice(o.device, verbsio.OpenOptions{})
-	if err != nil {
-		return err
-	}
-	defer dev.Close()
-	port, err := dev.QueryPort(1)
-	if err != nil {
-		return fmt.Errorf("query port 1 of %s: %w", o.device, err)
-	}
+	defer side.close()
+	dev, port := side.dev, side.port
 	c, err := o.config(port.Netdev)
 	if err != nil {
 		return err
@@ -415,19 +399,7 @@ func (o *rawOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			return fmt.Errorf("write the report: %w", err)
 		}
 	}
-	doc := reports.NewDocument(env)
-	doc.Results = append(doc.Results, results...)
-	if jsonFile != nil {
-		if err := doc.Write(jsonFile); err != nil {
-			return fmt.Errorf("--json %s: %w", o.jsonPath, err)
-		}
-	} else if o.jsonPath == "-" {
-		if err := doc.Write(stdout); err != nil {
-			return err
-		}
-	}
-	ok = true
-	return nil
+	return side.writeDoc(o, env, results, stdout)
 }
 
 // rawMTU is the largest frame the port's netdev sends, without the FCS:
@@ -635,28 +607,12 @@ func (o *rawOptions) runFSRate(ctx context.Context, stdout, stderr io.Writer) er
 		}
 		o.pcts = ps
 	}
-	jsonFile, err := createOutput(o.jsonPath, "--json")
+	side, err := o.open()
 	if err != nil {
 		return err
 	}
-	ok := false
-	defer func() {
-		if jsonFile != nil {
-			jsonFile.Close()
-			if !ok {
-				os.Remove(jsonFile.Name())
-			}
-		}
-	}()
-	dev, err := openDevice(o.device, verbsio.OpenOptions{})
-	if err != nil {
-		return err
-	}
-	defer dev.Close()
-	port, err := dev.QueryPort(1)
-	if err != nil {
-		return fmt.Errorf("query port 1 of %s: %w", o.device, err)
-	}
+	defer side.close()
+	dev, port := side.dev, side.port
 	if o.srcMAC == "" {
 		ifc, err := net.InterfaceByName(port.Netdev)
 		if err != nil {
@@ -698,17 +654,68 @@ func (o *rawOptions) runFSRate(ctx context.Context, stdout, stderr io.Writer) er
 	}
 	env.Extra = map[string]string{"rules": strconv.Itoa(o.iters), "create_per_second": strconv.FormatFloat(r.CreatePerSecond, 'f', 0, 64),
 		"destroy_per_second": strconv.FormatFloat(r.DestroyPerSecond, 'f', 0, 64)}
+	return side.writeDoc(o, env, []reports.Result{r.Create}, stdout)
+}
+
+// rawSide is what a raw command holds while it runs: the --json file,
+// created before anything else and removed unless written, and the open
+// device with its port 1.
+type rawSide struct {
+	jsonFile *os.File
+	dev      *verbsio.Context
+	port     verbsio.PortAttr
+	written  bool
+}
+
+// open creates the --json file and opens the device.
+func (o *rawOptions) open() (s *rawSide, err error) {
+	s = &rawSide{}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.jsonFile, err = createOutput(o.jsonPath, "--json"); err != nil {
+		return s, err
+	}
+	if s.dev, err = openDevice(o.device, verbsio.OpenOptions{}); err != nil {
+		return s, err
+	}
+	if s.port, err = s.dev.QueryPort(1); err != nil {
+		return s, fmt.Errorf("query port 1 of %s: %w", o.device, err)
+	}
+	return s, nil
+}
+
+func (s *rawSide) close() {
+	if s.jsonFile != nil {
+		s.jsonFile.Close()
+		if !s.written {
+			os.Remove(s.jsonFile.Name())
+		}
+		s.jsonFile = nil
+	}
+	if s.dev != nil {
+		s.dev.Close()
+		s.dev = nil
+	}
+}
+
+// writeDoc writes the rperf/v1 document of results to --json's file, or
+// to stdout for --json -.
+func (s *rawSide) writeDoc(o *rawOptions, env reports.Env, results []reports.Result, stdout io.Writer) error {
 	doc := reports.NewDocument(env)
-	doc.Results = append(doc.Results, r.Create)
-	if jsonFile != nil {
-		if err := doc.Write(jsonFile); err != nil {
+	doc.Results = append(doc.Results, results...)
+	switch {
+	case s.jsonFile != nil:
+		if err := doc.Write(s.jsonFile); err != nil {
 			return fmt.Errorf("--json %s: %w", o.jsonPath, err)
 		}
-	} else if o.jsonPath == "-" {
+	case o.jsonPath == "-":
 		if err := doc.Write(stdout); err != nil {
 			return err
 		}
 	}
-	ok = true
+	s.written = true
 	return nil
 }
