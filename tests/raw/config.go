@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/rperf/rperf/tests/session"
+	"github.com/rperf/rperf/verbsio"
 )
 
 // Config is a raw test's configuration: the shared part (Test RawBW or
@@ -21,6 +22,12 @@ type Config struct {
 	// peer's as the destination. The server's flow rule takes frames to
 	// its MAC and L4 port (Frame.SrcMAC, Frame.SrcPort).
 	Frame FrameSpec
+	// RuleType is the kind of the server's steering rule: FlowNormal (its
+	// MAC and port), FlowSniffer (perftest --sniffer: a copy of every
+	// frame of the port) or FlowAllDefault (--promiscuous: every frame
+	// no normal rule took). Frames of other sizes than the test's are
+	// then counted as strays, not as the client's.
+	RuleType verbsio.FlowType
 	// Flows is how many flows the client sends (perftest --flows): flow
 	// i uses source and destination ports +i; FlowsBurst frames go to one
 	// flow before the next (--flows_burst). The server steers all of
@@ -41,6 +48,10 @@ type Config struct {
 	// 0 sends as fast as the queue allows.
 	RateMbps float64
 	HWPacing bool
+	// TypicalPktSize is the QP pacing's typical packet size (perftest
+	// --typical_pkt_size; QPAttr.TypicalPktSize; the burst is the
+	// provider's default); 0: the largest frame.
+	TypicalPktSize int
 	// Percentiles of raw-lat's true statistics; nil: the defaults.
 	Percentiles []float64
 	// RecvSize is each receive buffer's size: the largest frame the
@@ -133,6 +144,9 @@ func (c *Config) Check() error {
 	}
 	if c.HWPacing && c.RateMbps == 0 {
 		ps.AddField(session.NewFieldError("HWPacing", true, "hardware pacing needs a rate").WithFix("give {RateMbps}"))
+	}
+	if r := c.RuleType; r != verbsio.FlowNormal && r != verbsio.FlowSniffer && r != verbsio.FlowAllDefault {
+		ps.AddField(session.NewFieldError("RuleType", r, "the server's rule is normal, sniffer or all-default"))
 	}
 	if c.CompletionTimestamps && t != session.RawLat {
 		ps.AddField(session.NewFieldError("CompletionTimestamps", true, "completion timestamps time round trips: raw-lat only"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/rperf/rperf/internal/clock"
 	"github.com/rperf/rperf/reports"
@@ -69,7 +70,8 @@ func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, erro
 // plus Iterations of them, or fewer when the stream stalls for the stall
 // timeout (the rest were lost) or a frame of another size arrives (the
 // client went on to its next size). The rate is over the frames after the
-// first, from the first arrival to the last.
+// first, from the first arrival to the last: the receive completions'
+// timestamps where the CQ has them, else when the polls found them.
 func (r *runner) bwServer(ctx context.Context, size int) ([]reports.Result, error) {
 	c := r.c
 	expected := c.Warmup + c.Iterations
@@ -103,19 +105,26 @@ loop:
 			if _, err := r.qp.PostRecv(r.recv[wc.ID : wc.ID+1]); err != nil {
 				return nil, fmt.Errorf("raw test: repost a receive: %w", err)
 			}
-			if int(wc.ByteLen) != size {
-				other = other || got > 0
+			if n := int(wc.ByteLen); n != size {
+				// A frame of one of the test's later sizes: the client
+				// went on; anything else is a stray (a sniffer's).
+				other = other || got > 0 && slices.Contains(c.Sizes, n)
 				others++
 				continue
 			}
 			got++
+			at := now
+			if r.clockKHz != 0 {
+				ns, _ := verbsio.TimestampClock(wc.Timestamp, r.clockKHz)
+				at = int64(ns)
+			}
 			if got == c.Warmup+1 {
-				first = now
+				first = at
 				w.begin(ctx, "waiting for frames", c.stall())
 			}
 			if got > c.Warmup {
 				measured++
-				last = now
+				last = at
 			}
 		}
 		w.progress(now)

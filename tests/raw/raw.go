@@ -108,6 +108,8 @@ type runner struct {
 	info Info
 
 	slot     int // bytes per frame slot
+	// clockKHz is the completion clock when the CQ stamps completions
+	// (CompletionTimestamps, or a bw server timing arrivals), else 0.
 	sendOff  int // the send frames: one slot per flow
 	recvOff  int // the receive slots: RxDepth of them
 	inline   bool
@@ -149,7 +151,15 @@ func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 		return nil, err
 	}
 	cqe := c.TxDepth + c.RxDepth + 1
-	if c.CompletionTimestamps {
+	// A bw server times arrivals by the receive completions' stamps where
+	// the device gives them (the engine: the kernel's stamp of each
+	// frame), not by when its polls found them: a poll that comes late
+	// finds a batch, which would look like a burst at line rate.
+	stampRecv := c.Server && c.Test != session.RawLat && attr.Ext != nil && attr.Ext.HCACoreClock != 0 && attr.Ext.CompletionTimestampMask != 0
+	if stampRecv {
+		r.clockKHz = attr.Ext.HCACoreClock
+		r.cq, err = dev.CreateCQEx(verbsio.CQInitAttr{CQE: cqe, WCFlags: verbsio.WCExStandard | verbsio.WCExTS})
+	} else if c.CompletionTimestamps {
 		if attr.Ext == nil || attr.Ext.HCACoreClock == 0 || attr.Ext.CompletionTimestampMask == 0 {
 			return nil, fmt.Errorf("raw test: the device does not stamp completions (hca_core_clock or completion_timestamp_mask 0); run without completion timestamps")
 		}
@@ -176,7 +186,12 @@ func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 	}
 	if c.HWPacing && !c.Server {
 		kbps := uint32(c.RateMbps * 1000)
-		if err = r.qp.Modify(&verbsio.QPAttr{State: verbsio.QPStateRTS, RateLimit: kbps}, verbsio.QPAttrState|verbsio.QPAttrRateLimit); err != nil {
+		pkt := uint16(min(max(c.TypicalPktSize, 0), 0xffff))
+		if pkt == 0 {
+			pkt = uint16(min(maxSize, 0xffff))
+		}
+		qa := verbsio.QPAttr{State: verbsio.QPStateRTS, RateLimit: kbps, TypicalPktSize: pkt}
+		if err = r.qp.Modify(&qa, verbsio.QPAttrState|verbsio.QPAttrRateLimit); err != nil {
 			return nil, fmt.Errorf("raw test: pace the QP at %d kb/s: %w", kbps, err)
 		}
 	}
@@ -215,6 +230,9 @@ func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 // out only when the flows count is a power of two; else one rule per
 // flow would be needed, and the ETH rule alone is used).
 func (r *runner) rule() verbsio.FlowAttr {
+	if t := r.c.RuleType; t != verbsio.FlowNormal && r.c.Server {
+		return verbsio.FlowAttr{Type: t, Port: 1}
+	}
 	f := &r.c.Frame
 	all := verbsio.MAC{255, 255, 255, 255, 255, 255}
 	specs := []verbsio.FlowSpec{verbsio.FlowETH{Val: verbsio.ETHFilter{Dst: verbsio.MAC(f.SrcMAC)}, Mask: verbsio.ETHFilter{Dst: all}}}

@@ -97,15 +97,21 @@ func TestRawBW(t *testing.T) {
 		sizes        []int
 		flows, burst int
 		tcp          bool
+		rule         verbsio.FlowType // the server's
 	}{
-		{"udp 64", []int{64}, 1, 1, false},
-		{"udp sizes", []int{64, 512, 1500}, 1, 1, false},
-		{"tcp 4 flows", []int{128}, 4, 3, true},
+		{"udp 64", []int{64}, 1, 1, false, verbsio.FlowNormal},
+		{"udp sizes", []int{64, 512, 1500}, 1, 1, false, verbsio.FlowNormal},
+		{"tcp 4 flows", []int{128}, 4, 3, true, verbsio.FlowNormal},
+		{"sniffer server", []int{100, 200}, 1, 1, false, verbsio.FlowSniffer},
+		{"promiscuous server", []int{100}, 2, 1, true, verbsio.FlowAllDefault},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			client, server := pair(t, session.RawBW, func(cfg *raw.Config) {
 				cfg.Sizes, cfg.Iterations, cfg.Flows, cfg.FlowsBurst = c.sizes, n, c.flows, c.burst
 				cfg.Frame.TCP = c.tcp
+				if cfg.Server {
+					cfg.RuleType = c.rule
+				}
 				// Enough receives that a veth between two namespaces
 				// keeps up: a lost frame is reported, not waited for.
 				cfg.RxDepth = 4096
@@ -194,6 +200,7 @@ func TestRawCheck(t *testing.T) {
 		{"PP without a rate", func(c *raw.Config) { c.Test, c.HWPacing = session.RawBurstLat, true }, "hardware pacing needs a rate"},
 		{"pcp", func(c *raw.Config) { c.Frame.VLAN, c.Frame.VLANPCP = true, 8 }, "a VLAN priority is 0 to 7"},
 		{"not raw", func(c *raw.Config) { c.Test = session.SendBW }, "not one of rperf's raw tests"},
+		{"rule type", func(c *raw.Config) { c.RuleType = verbsio.FlowMCDefault }, "the server's rule is normal, sniffer or all-default"},
 	} {
 		cfg := good
 		c.mod(&cfg)
@@ -261,6 +268,12 @@ func TestRawBurstLat(t *testing.T) {
 			// 64 bytes at 50 Mb/s take 10 ms at least.
 			if min := time.Duration(float64((n-c.burst)*64*8) / c.mbps * 1e3); c.mbps > 0 && el < min {
 				t.Errorf("%d frames in %v at %g Mb/s: faster than the rate allows (%v)", n, el, c.mbps, min)
+			}
+			// On the receiver's kernel stamps the stream never runs ahead
+			// of the rate (a load can only slow it): 5% for the first
+			// burst, which leaves at once.
+			if got := server[0].MsgRateMpps * 64 * 8; c.mbps > 0 && got > 1.05*c.mbps {
+				t.Errorf("the server received %.1f Mb/s of a stream paced at %g Mb/s", got, c.mbps)
 			}
 			t.Logf("p50 %.2f us, p99 %.2f us; server %.3f Mpps, %d lost", client[0].Percentiles["50"], client[0].Percentiles["99"],
 				server[0].MsgRateMpps, server[0].Bandwidth.LostMessages)

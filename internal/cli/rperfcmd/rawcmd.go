@@ -68,6 +68,10 @@ type rawOptions struct {
 	rateLimit   float64
 	rateUnits   string
 	rateType    string
+	tclass      int
+	sniffer     bool
+	promisc     bool
+	typicalPkt  int
 
 	pcts []float64
 	mbps float64 // --rate_limit in Mb/s
@@ -141,10 +145,13 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	fs.IntVar(&o.flows, "flows", 1, "flows the client sends: ports -k+i and -K+i for flow i")
 	fs.IntVar(&o.flowsBurst, "flows_burst", 1, "frames to one flow before the next")
 	fs.IntVar(&o.tos, "tos", 0, "IPv4 type of service (IPv6: traffic class), 0 to 255")
+	fs.IntVar(&o.tclass, "tclass", 0, "IPv6 traffic class, 0 to 255 (with --raw_ipv6; --tos sets the same field)")
 	fs.IntVar(&o.flowLabel, "flow_label", 0, "IPv6 flow label, 0 to 1048575")
 	fs.BoolVar(&o.ipv6, "raw_ipv6", false, "IPv6 headers (with -j/-J IPv6 addresses)")
 	fs.BoolVar(&o.vlan, "vlan_en", false, "add an 802.1Q tag (VLAN 1)")
 	fs.IntVar(&o.vlanPCP, "vlan_pcp", 0, "with --vlan_en: the tag's priority, 0 to 7")
+	fs.BoolVar(&o.sniffer, "sniffer", false, "the server's rule is a sniffer: a copy of every frame of the port")
+	fs.BoolVar(&o.promisc, "promiscuous", false, "the server's rule takes every frame no other rule took (all-default)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as an rperf/v1 JSON document to FILE (- for stdout)")
 	fs.DurationVar(&o.timeout, "timeout", DefaultTimeout, "longest silence mid-run (a server waits 10x this for the first frame)")
 	if t == session.RawLat {
@@ -162,6 +169,7 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 		fs.Float64Var(&o.rateLimit, "rate_limit", 0, "pace the client's frames to this rate (--rate_units); 0: as fast as the queue allows")
 		fs.StringVar(&o.rateUnits, "rate_units", "g", "--rate_limit's unit: M (Mb/s), g (Gb/s) or p (frames per second)")
 		fs.StringVar(&o.rateType, "rate_limit_type", def, "SW: bursts spaced in software (raw-burst-lat); PP: the QP's packet pacing (rate_limit)")
+		fs.IntVar(&o.typicalPkt, "typical_pkt_size", 0, "with PP: the typical frame size the pacing is set for (default -s)")
 	}
 }
 
@@ -188,6 +196,16 @@ func (o *rawOptions) validate() error {
 		return cli.Usagef("--flow_label %d: a flow label is 0 to 1048575", o.flowLabel)
 	case o.flowLabel != 0 && !o.ipv6:
 		return cli.Usagef("--flow_label is an IPv6 field: add --raw_ipv6")
+	case o.fs.Changed("tclass") && !o.ipv6:
+		return cli.Usagef("--tclass is the IPv6 traffic class: add --raw_ipv6, or use --tos for IPv4")
+	case o.fs.Changed("tclass") && o.fs.Changed("tos"):
+		return cli.Usagef("--tclass and --tos set the same field: give one of them")
+	case o.tclass < 0 || o.tclass > 255:
+		return cli.Usagef("--tclass %d: a traffic class is 0 to 255", o.tclass)
+	case o.sniffer && o.promisc:
+		return cli.Usagef("--sniffer and --promiscuous are two kinds of the server's one rule: give one of them")
+	case (o.sniffer || o.promisc) && !o.server:
+		return cli.Usagef("--sniffer and --promiscuous choose the server's rule: add --server (-Z)")
 	case o.fs.Changed("vlan_pcp") && !o.vlan:
 		return cli.Usagef("--vlan_pcp is the tag's priority: add --vlan_en")
 	}
@@ -236,6 +254,10 @@ func (o *rawOptions) parseRate() error {
 		return cli.Usagef("--rate_limit_type PP paces at --rate_limit: give it")
 	case o.rateType == "SW" && o.test == session.RawBW:
 		return cli.Usagef("--rate_limit_type SW: raw-bw paces through the QP only (PP)")
+	case o.typicalPkt != 0 && o.rateType != "PP":
+		return cli.Usagef("--typical_pkt_size sets the packet pacing: add --rate_limit_type PP")
+	case o.typicalPkt < 0 || o.typicalPkt > raw.MaxFrame:
+		return cli.Usagef("--typical_pkt_size %d: a frame size is 0 to %d", o.typicalPkt, raw.MaxFrame)
 	}
 	switch o.rateUnits {
 	case "M":
@@ -273,12 +295,22 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 	c.CompletionTimestamps, c.Percentiles = o.timestamps, o.pcts
 	if o.test != session.RawLat && !o.server {
 		c.BurstSize, c.RateMbps, c.HWPacing = o.burstSize, o.mbps, o.rateType == "PP" && o.mbps > 0
+		c.TypicalPktSize = o.typicalPkt
 	}
 	f := &c.Frame
 	f.DstMAC, _ = parseMAC("-E", o.dstMAC)
 	f.DstIP, _ = netip.ParseAddr(o.dstIP)
 	f.SrcPort, f.DstPort = uint16(o.srcPort), uint16(o.dstPort)
 	f.TCP, f.TOS, f.FlowLabel = o.tcp, uint8(o.tos), uint32(o.flowLabel)
+	if o.fs.Changed("tclass") {
+		f.TOS = uint8(o.tclass)
+	}
+	switch {
+	case o.sniffer:
+		c.RuleType = verbsio.FlowSniffer
+	case o.promisc:
+		c.RuleType = verbsio.FlowAllDefault
+	}
 	f.VLAN, f.VLANID, f.VLANPCP = o.vlan, 1, uint8(o.vlanPCP)
 	var ifc *net.Interface
 	if o.srcMAC == "" || o.srcIP == "" {

@@ -65,6 +65,12 @@ func TestRawFlags(t *testing.T) {
 		{"raw-bw", append(base, "--burst_size", "4"), "unknown flag: --burst_size"},
 		{"raw-bw", append(base, "--rate_limit", "1", "--rate_limit_type", "SW"), "--rate_limit_type SW: raw-bw paces through the QP only (PP)"},
 		{"raw-lat", append(base, "--rate_limit", "1"), "unknown flag: --rate_limit"},
+		{"raw-bw", append(base, "--tclass", "4"), "--tclass is the IPv6 traffic class: add --raw_ipv6, or use --tos for IPv4"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "-E", mac, "-J", "fd00::2", "--raw_ipv6", "--tclass", "4", "--tos", "4"}, "--tclass and --tos set the same field"},
+		{"raw-bw", append(base, "--sniffer"), "--sniffer and --promiscuous choose the server's rule: add --server (-Z)"},
+		{"raw-bw", []string{"-d", "raw_x", "-Z", "-E", mac, "-J", "10.0.0.2", "--sniffer", "--promiscuous"}, "give one of them"},
+		{"raw-bw", append(base, "--typical_pkt_size", "1000", "--rate_limit_type", "PP", "--rate_limit", "1", "--typical_pkt_size", "99999"), "--typical_pkt_size 99999: a frame size is 0 to 9600"},
+		{"raw-burst-lat", append(base, "--typical_pkt_size", "1000"), "--typical_pkt_size sets the packet pacing: add --rate_limit_type PP"},
 	} {
 		_, _, err := runRaw(context.Background(), append([]string{c.cmd}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
