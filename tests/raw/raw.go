@@ -107,7 +107,7 @@ type runner struct {
 	mr   *verbsio.MR
 	info Info
 
-	slot     int // bytes per frame slot
+	slot int // bytes per frame slot
 	// clockKHz is the completion clock when the CQ stamps completions
 	// (CompletionTimestamps, or a bw server timing arrivals), else 0.
 	sendOff  int // the send frames: one slot per flow
