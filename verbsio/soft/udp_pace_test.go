@@ -43,7 +43,9 @@ import (
 //     of it (a pacer that lets packets out in pairs or bursts) or a quarter
 //     or more over twice it (one that keeps a wrong schedule) fails. A
 //     loaded machine adds a long gap where the sender waited and a short
-//     one after it.
+//     one after it (the one packet caught up): a short gap right after one
+//     of more than 1.5x the rate's is that catch-up, not a burst, and is
+//     not counted.
 func TestUDPPacedStream(t *testing.T) {
 	for _, op := range []verbsio.Opcode{verbsio.OpSend, verbsio.OpRDMAWrite} {
 		t.Run(op.String(), func(t *testing.T) {
@@ -157,14 +159,24 @@ func TestUDPPacedStream(t *testing.T) {
 func checkGaps(t *testing.T, at []time.Time, want time.Duration) {
 	t.Helper()
 	gaps := make([]time.Duration, 0, len(at))
+	// A short gap right after one of more than 1.5x the rate's is the
+	// pacer catching up the one packet it may after its sender was late
+	// (pace.TakeDue): the stall's, not a burst. Any other short gap is.
+	catchUp := 0
 	for i := 1; i < len(at); i++ {
-		gaps = append(gaps, at[i].Sub(at[i-1]))
+		g := at[i].Sub(at[i-1])
+		if g < want/2 && len(gaps) > 0 && gaps[len(gaps)-1] > want*3/2 {
+			catchUp++
+		}
+		gaps = append(gaps, g)
 	}
 	slices.Sort(gaps)
 	q := func(f float64) time.Duration { return gaps[int(f*float64(len(gaps)-1))] }
 	short, _ := slices.BinarySearch(gaps, want/2)
+	t.Logf("%d of the %d gaps under half the rate's follow a stall (catch-ups)", catchUp, short)
+	short -= catchUp
 	long := len(gaps) - func() int { i, _ := slices.BinarySearch(gaps, 2*want+1); return i }()
-	t.Logf("gaps on the wire: p10 %v, p25 %v, median %v, p75 %v, p90 %v (want %v); %d under half, %d over twice, of %d",
+	t.Logf("gaps on the wire: p10 %v, p25 %v, median %v, p75 %v, p90 %v (want %v); %d under half not after a stall, %d over twice, of %d",
 		q(.1), q(.25), q(.5), q(.75), q(.9), want, short, long, len(gaps))
 	if med := q(.5); med < want*90/100 || med > want*110/100 {
 		t.Errorf("median gap %v, want %v ± 10%%", med, want)
