@@ -68,6 +68,7 @@ type rawOptions struct {
 	rateLimit   float64
 	rateUnits   string
 	rateType    string
+	all         bool
 	tclass      int
 	sniffer     bool
 	promisc     bool
@@ -129,6 +130,7 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	t := o.test
 	fs.StringVarP(&o.device, "ib-dev", "d", "", "raw device: the built-in engine's raw_<netdev>, or a kernel device with RAW_PACKET QPs")
 	fs.IntVarP(&o.size, "size", "s", t.DefaultSize(), "frame size in bytes, headers included, FCS excluded")
+	fs.BoolVarP(&o.all, "all", "a", false, "every frame size from 64 bytes, doubling, up to the netdev's MTU (both sides)")
 	fs.IntVarP(&o.iters, "iters", "n", t.DefaultIterations(), "frames (raw-bw) or round trips (raw-lat) per size")
 	fs.IntVarP(&o.txDepth, "tx-depth", "t", t.DefaultTxDepth(), "send queue depth: frames outstanding")
 	fs.IntVarP(&o.rxDepth, "rx-depth", "r", session.DefaultRxDepth, "receives kept posted")
@@ -186,6 +188,8 @@ func (o *rawOptions) validate() error {
 		return cli.Usagef("-J: give the peer's IP address (--dest_ip): raw frames carry it")
 	case o.timeout <= 0:
 		return cli.Usagef("--timeout %v: must be positive, e.g. 30s", o.timeout)
+	case o.all && o.fs.Changed("size"):
+		return cli.Usagef("-a and -s conflict: -a runs every size from 64 bytes to the MTU; drop one of them")
 	case o.srcPort < 1 || o.srcPort > 65535:
 		return cli.Usagef("-k %d: not a UDP or TCP port (1 to 65535)", o.srcPort)
 	case o.dstPort < 1 || o.dstPort > 65535:
@@ -398,10 +402,20 @@ func (o *rawOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	mtu := rawMTU(port)
+	if o.all {
+		if mtu == 0 {
+			return cli.Usagef("-a: %s has no netdev MTU to stop at; give sizes with -s", o.device)
+		}
+		c.Sizes = nil
+		for n := session.MinRawSize; n <= mtu; n *= 2 {
+			c.Sizes = append(c.Sizes, n)
+		}
+	}
 	if err := o.usage(c.Check()); err != nil {
 		return err
 	}
-	if mtu := rawMTU(port); mtu > 0 {
+	if mtu > 0 {
 		if o.size > mtu {
 			return cli.Usagef("-s %d: the frame exceeds %s's MTU (%d bytes of frame, headers included); use -s %d or less", o.size, o.device, mtu, mtu)
 		}

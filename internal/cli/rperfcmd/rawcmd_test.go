@@ -58,6 +58,7 @@ func TestRawFlags(t *testing.T) {
 		{"raw-bw", append(base, "--timeout", "0s"), "--timeout 0s: must be positive"},
 		{"raw-bw", append(base, "--json", "/nonexistent/dir/x.json"), "--json /nonexistent/dir/x.json: cannot create the file"},
 		{"raw-bw", base, "raw_nosuch0"},
+		{"raw-lat", append(base, "-a", "-s", "128"), "-a and -s conflict"},
 		{"raw-burst-lat", append(base, "--rate_limit", "1", "--rate_units", "k"), "--rate_units k: use M (Mb/s), g (Gb/s) or p (frames per second)"},
 		{"raw-burst-lat", append(base, "--rate_limit", "1", "--rate_limit_type", "HW"), "--rate_limit_type HW: use SW (software spacing) or PP"},
 		{"raw-burst-lat", append(base, "--rate_limit_type", "PP"), "--rate_limit_type PP paces at --rate_limit: give it"},
@@ -208,21 +209,27 @@ func TestRawBWCommand(t *testing.T) {
 
 func TestRawLatCommand(t *testing.T) {
 	s := newRawSides(t)
-	srv, cli := s.run(t, "raw-lat", []string{"-n", "200", "--tcp", "-k", "7001", "-K", "7002"},
-		[]string{"-n", "200", "--tcp", "-k", "7002", "-K", "7001", "--completion-timestamps", "--json", "-"})
+	srv, cli := s.run(t, "raw-lat", []string{"-n", "200", "--tcp", "-k", "7001", "-K", "7002", "-a"},
+		[]string{"-n", "200", "--tcp", "-k", "7002", "-K", "7001", "--completion-timestamps", "--json", "-", "-a"})
 	if !strings.Contains(srv, "Answering pings: nothing to measure on this side") {
 		t.Errorf("server output:\n%s", srv)
 	}
 	d := decodeDoc(t, []byte(cli))
-	if len(d.Results) != 2 {
-		t.Fatalf("%d results, want the software clock's and the completion timestamps'", len(d.Results))
+	// -a: 64 to 1024 bytes on a 1500-byte MTU (a 1514-byte frame), two
+	// records per size.
+	sizes := []int64{64, 128, 256, 512, 1024}
+	if len(d.Results) != 2*len(sizes) {
+		t.Fatalf("%d results, want the software clock's and the completion timestamps' for each of %v", len(d.Results), sizes)
 	}
-	sw, ts := d.Results[0], d.Results[1]
-	if sw.Clock != "" || ts.Clock != raw.ClockCompletion || sw.Latency == nil || ts.Latency == nil || sw.Samples != 200 || ts.Samples != 200 {
-		t.Fatalf("results %+v / %+v", sw, ts)
-	}
-	if ts.TrueMinUs <= 0 || ts.MeanUs > sw.MeanUs {
-		t.Errorf("completion timestamps: min %.3f us, mean %.3f us; software clock mean %.3f us", ts.TrueMinUs, ts.MeanUs, sw.MeanUs)
+	for i, size := range sizes {
+		sw, ts := d.Results[2*i], d.Results[2*i+1]
+		if sw.Bytes != size || ts.Bytes != size || sw.Clock != "" || ts.Clock != raw.ClockCompletion || sw.Latency == nil || ts.Latency == nil ||
+			sw.Samples != 200 || ts.Samples != 200 {
+			t.Fatalf("results %+v / %+v", sw, ts)
+		}
+		if ts.TrueMinUs <= 0 || ts.MeanUs > sw.MeanUs {
+			t.Errorf("%d B: completion timestamps: min %.3f us, mean %.3f us; software clock mean %.3f us", size, ts.TrueMinUs, ts.MeanUs, sw.MeanUs)
+		}
 	}
 }
 
