@@ -13,12 +13,15 @@ import (
 )
 
 // TestRawPacedStream paces a RAW_PACKET QP at 10 and 100 Mb/s (1,514-byte
-// frames: 1.2 ms and 121 us apart) and checks the frames as they arrive,
-// by the kernel's receive stamps (the receiver's CQ is timestamped): the
-// stream never runs ahead of the rate, and follows it, as
-// TestUDPPacedStream judges it (the duration less what the sender waited
-// for a CPU, and the gaps between frames: median within 10%, fewer than a
-// quarter under half or over twice the rate's).
+// frames: 1.2 ms and 121 us apart) and checks when the frames left, by the
+// send completions' stamps (taken as the engine hands each frame to the
+// kernel), and that every one arrived: the stream never runs ahead of the
+// rate, and follows it, as TestUDPPacedStream judges it (the duration less
+// what the sender waited for a CPU, and the gaps between frames: median
+// within 10%, fewer than a quarter under half or over twice the rate's).
+// The receiver's kernel stamps are no judge of the pacer on a loaded
+// machine: its delayed softirq processes frames sent a millisecond apart
+// together and stamps them microseconds apart.
 func TestRawPacedStream(t *testing.T) {
 	for _, c := range []struct {
 		kbps   uint32
@@ -42,11 +45,9 @@ func TestRawPacedStream(t *testing.T) {
 			copy(w.a.buf, f)
 			wrs := make([]verbsio.SendWR, c.frames)
 			for i := range wrs {
-				wrs[i] = verbsio.SendWR{ID: uint64(i), Opcode: verbsio.OpSend, SGL: []verbsio.SGE{w.a.mr.SGE(0, len(f))}}
-				if (i+1)%16 == 0 || i == len(wrs)-1 {
-					wrs[i].Flags = verbsio.SendSignaled
-				}
+				wrs[i] = verbsio.SendWR{ID: uint64(i), Opcode: verbsio.OpSend, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{w.a.mr.SGE(0, len(f))}}
 			}
+			at := make([]time.Time, 0, c.frames)
 			gap := time.Duration(float64(len(f)*8) * float64(time.Second) / (float64(c.kbps) * 1000))
 			waited0, start := sender.waited(), time.Now()
 			if n, err := qa.PostSend(wrs); err != nil || n != len(wrs) {
@@ -63,6 +64,7 @@ func TestRawPacedStream(t *testing.T) {
 					if wc.Status != verbsio.StatusSuccess {
 						t.Fatalf("send %+v", wc)
 					}
+					at = append(at, time.Unix(0, int64(wc.Timestamp)))
 					last = last || wc.ID == uint64(c.frames-1)
 				}
 				if time.Now().After(deadline) {
@@ -70,18 +72,16 @@ func TestRawPacedStream(t *testing.T) {
 				}
 			}
 			el, waited := time.Since(start), sender.waited()-waited0
-			recv, err := pollN(w.b.cq, c.frames, 5*time.Second)
-			if err != nil {
-				t.Fatal(err)
+			if _, err := pollN(w.b.cq, c.frames, 5*time.Second); err != nil {
+				t.Fatalf("the receiver: %v", err)
 			}
-			at := make([]time.Time, len(recv))
-			for i, wc := range recv {
-				at[i] = time.Unix(0, int64(wc.Timestamp))
+			if len(at) != c.frames {
+				t.Fatalf("%d send completions for %d frames", len(at), c.frames)
 			}
 			slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
 			span := at[len(at)-1].Sub(at[0])
 			want := time.Duration(c.frames-1) * gap
-			t.Logf("%d frames in %v on the wire (%.2f%% of the rate), the sender waiting for a CPU %v of %v",
+			t.Logf("%d frames in %v as sent (%.2f%% of the rate), the sender waiting for a CPU %v of %v",
 				c.frames, span, 100*float64(want)/float64(span), waited, el)
 			if span < want*97/100 {
 				t.Errorf("%v for %d paced frames, faster than the rate allows (%v)", span, c.frames, want)
@@ -90,7 +90,10 @@ func TestRawPacedStream(t *testing.T) {
 				t.Errorf("%v for %d paced frames, %v of it with the sender able to run: %.1f%% of the rate, want at least 90%%",
 					el, c.frames, ran, 100*float64(want)/float64(ran))
 			}
-			checkGaps(t, at, gap)
+			// The engine's bucket holds at least 4 KiB (paceMinBurst), more
+			// than the 1,514 bytes asked: three frames leave together when
+			// the sender comes back from a stall.
+			checkGaps(t, at, gap, 3)
 		})
 	}
 }
