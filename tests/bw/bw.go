@@ -660,7 +660,7 @@ func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendSta
 				}
 			}
 			if winBeg == 0 && rp.ph.Sampling(now) {
-				winBeg = now
+				winBeg = rp.ph.WindowStart()
 			}
 		}
 		if !ending {
@@ -899,7 +899,7 @@ func (r *receiver) step() (int, error) {
 		}
 		if r.ph != nil && r.ph.Sampling(t) {
 			if r.winBeg == 0 {
-				r.winBeg = t
+				r.winBeg = r.ph.WindowStart()
 			}
 			r.st.winCount++
 		}

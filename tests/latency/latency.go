@@ -250,7 +250,7 @@ func (sm *sampler) stamp(now int64) {
 	}
 	if sm.ph.Sampling(now) {
 		if sm.inWin == 0 {
-			sm.winBeg = now
+			sm.winBeg = sm.ph.WindowStart()
 		} else {
 			sm.rec.Record(now - sm.prev)
 		}

@@ -87,8 +87,8 @@ func TestDurationMode(t *testing.T) {
 			if r.Mode != reports.ModeDuration || r.Iterations < 2 || r.Samples != r.Iterations-1 || r.TPSAverage <= 0 {
 				t.Errorf("client: mode %s, iterations %d, samples %d, tps %v", r.Mode, r.Iterations, r.Samples, r.TPSAverage)
 			}
-			// The window starts at the first post after the warm-up margin
-			// and ends where the cool-down margin begins: it is at most
+			// The window starts where the warm-up margin ends and ends
+			// where the cool-down margin begins: it is at most
 			// Duration-2×Margin long, and it holds every sample, each the
 			// time between two posts inside it.
 			window := cfg.Duration - 2*cfg.Margin
