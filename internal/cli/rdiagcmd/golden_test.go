@@ -48,7 +48,7 @@ func TestGoldenFixtures(t *testing.T) {
 					if asJSON && !json.Valid([]byte(r.stdout)) {
 						t.Fatalf("--json output is not JSON:\n%s", r.stdout)
 					}
-					golden(t, name, r.stdout+stderrSection(r))
+					checkGolden(t, name, r.stdout+stderrSection(r))
 				})
 			}
 		}
@@ -87,7 +87,7 @@ func TestGoldenEngine(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
-			golden(t, name, r.stdout)
+			checkGolden(t, name, r.stdout)
 		})
 	}
 }

@@ -3,22 +3,19 @@ package rdiagcmd
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"github.com/rperf/rperf/internal/cli"
 	"github.com/rperf/rperf/internal/diag"
 	"github.com/rperf/rperf/internal/sysfs"
+	"github.com/rperf/rperf/internal/testsupport/golden"
 	"github.com/rperf/rperf/verbsio"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 // fixtureRoot is the sysfs fixture tree of one machine.
 func fixtureRoot(name string) string {
@@ -220,26 +217,11 @@ func run(t *testing.T, env Env, args ...string) result {
 	return result{out.String(), errb.String(), code}
 }
 
-// golden compares got with testdata/golden/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
+// checkGolden compares got with testdata/golden/name, or rewrites it with
+// -update.
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", path, diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "golden", name), []byte(got))
 }
 
 // goldenName turns args into a file name.

@@ -54,7 +54,7 @@ func TestPcap(t *testing.T) {
 		})
 	}
 	r := run(t, fakeEnv(), "pcap", pcapFile("rxe-rc.pcap"))
-	golden(t, "pcap_rxe-rc.txt", r.stdout)
+	checkGolden(t, "pcap_rxe-rc.txt", r.stdout)
 }
 
 // TestPcapICRCFailure corrupts one payload byte of the rxe capture: that
