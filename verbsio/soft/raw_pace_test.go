@@ -93,7 +93,7 @@ func TestRawPacedStream(t *testing.T) {
 			// The engine's bucket holds at least 4 KiB (paceMinBurst), more
 			// than the 1,514 bytes asked: three frames leave together when
 			// the sender comes back from a stall.
-			checkGaps(t, at, gap, 3)
+			checkGaps(t, at, gap, 3, 0)
 		})
 	}
 }
