@@ -14,14 +14,6 @@ import (
 	"github.com/rperf/rperf/verbsio"
 )
 
-// stallWindow is the sample window of the duration-mode tests that check
-// what a run carries (its stop message, its validation), not how much:
-// longer than the CPU stalls of a loaded machine (a spinning probe lost
-// its CPU for 292 and 407 ms within 8 s at load 10 on the two-CPU
-// development host), because a window in which nothing completed is an
-// error, rightly.
-const stallWindow = 800 * time.Millisecond
-
 // Every send path that applies to a test runs it on shm0, in iterations
 // mode with a post list (burst and dv batch it), in duration mode (the
 // stop message), and bidirectionally for SEND; the records name the path.
@@ -48,12 +40,12 @@ func TestSendPaths(t *testing.T) {
 					}
 					switch mode {
 					case "duration":
-						cfg.Duration, cfg.Margin = stallWindow+200*time.Millisecond, 100*time.Millisecond
+						cfg.Duration, cfg.Margin = pairtest.StallWindow+200*time.Millisecond, 100*time.Millisecond
 					case "bidirectional":
 						cfg.Bidirectional = true
 					}
 					cfg.Params = oob.Params{Test: test.Command()}
-					srv, cli := runPair(t, cfg)
+					srv, cli := pairtest.MustShm0(t, bw.Run, cfg)
 					for side, rs := range map[string][]reports.Result{"client": cli, "server": srv} {
 						if len(rs) != len(cfg.Sizes) {
 							t.Fatalf("%s: %d results, want %d", side, len(rs), len(cfg.Sizes))

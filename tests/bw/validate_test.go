@@ -65,7 +65,7 @@ func TestValidateDuration(t *testing.T) {
 	for _, test := range bw.Tests {
 		t.Run(test.Name(), func(t *testing.T) {
 			cfg := bw.Default(test)
-			cfg.Duration, cfg.Margin = stallWindow+200*time.Millisecond, 100*time.Millisecond
+			cfg.Duration, cfg.Margin = pairtest.StallWindow+200*time.Millisecond, 100*time.Millisecond
 			cfg.TxDepth = 16
 			cfg.Validate = true
 			if test != bw.Atomic {

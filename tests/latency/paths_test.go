@@ -30,7 +30,7 @@ func TestSendPaths(t *testing.T) {
 					cfg.Sizes = []int{2, 1000}
 				}
 				cfg.Params = oob.Params{Test: test.Command()}
-				srv, cli := runPair(t, cfg)
+				srv, cli := pairtest.MustShm0(t, latency.Run, cfg)
 				check := func(side string, rs []reports.Result) {
 					if len(rs) != len(cfg.Sizes) {
 						t.Fatalf("%s: %d results, want %d", side, len(rs), len(cfg.Sizes))
@@ -50,14 +50,6 @@ func TestSendPaths(t *testing.T) {
 	}
 }
 
-// stallWindow is the sample window of the duration-mode tests that check
-// what a run carries (its stop message, its validation), not how much:
-// longer than the CPU stalls of a loaded machine (a spinning probe lost
-// its CPU for 292 and 407 ms within 8 s at load 10 on the two-CPU
-// development host), because a window in which nothing completed is an
-// error, rightly.
-const stallWindow = 800 * time.Millisecond
-
 // Duration mode ends each ping-pong with a stop message, which the burst
 // and dv paths must carry too.
 func TestSendPathsDuration(t *testing.T) {
@@ -67,10 +59,10 @@ func TestSendPathsDuration(t *testing.T) {
 	}{{latency.Send, sendpath.Burst}, {latency.Send, sendpath.DV}, {latency.Write, sendpath.DV}, {latency.Write, sendpath.DM}} {
 		t.Run(c.test.Name()+"/"+c.path.String(), func(t *testing.T) {
 			cfg := latency.Default(c.test)
-			cfg.Duration, cfg.Margin = stallWindow+200*time.Millisecond, 100*time.Millisecond
+			cfg.Duration, cfg.Margin = pairtest.StallWindow+200*time.Millisecond, 100*time.Millisecond
 			cfg.Path = c.path
 			cfg.Params = oob.Params{Test: c.test.Command()}
-			_, cli := runPair(t, cfg)
+			_, cli := pairtest.MustShm0(t, latency.Run, cfg)
 			if len(cli) != 1 || cli[0].Mode != reports.ModeDuration || cli[0].Samples < 10 {
 				t.Fatalf("client: %+v", cli)
 			}

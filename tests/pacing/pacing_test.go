@@ -137,13 +137,6 @@ func TestArrivals(t *testing.T) {
 	}
 }
 
-// runPair runs cfg on both sides over shm0 and returns each side's
-// records; the test ends if either side fails.
-func runPair(t *testing.T, cfg Config) (srv, cli []reports.Result) {
-	t.Helper()
-	return pairtest.MustResults(t, pairtest.Shm0, Run, cfg, cfg)
-}
-
 // Judging a measured stream on a machine others use.
 const (
 	// pacedBudget bounds how long a rate is measured again while the
@@ -434,7 +427,7 @@ func TestSmallWindow(t *testing.T) {
 	cfg := Default()
 	cfg.Rates, cfg.RateBytes, cfg.TxDepth = []float64{500}, 256<<10, 1
 	cfg.Params = oob.Params{Test: "pacing"}
-	_, cli := runPair(t, cfg)
+	_, cli := pairtest.MustShm0(t, Run, cfg)
 	if len(cli) != 1 || cli[0].Iterations != 64 {
 		t.Fatalf("records %+v", cli)
 	}

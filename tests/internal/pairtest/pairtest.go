@@ -124,6 +124,20 @@ func Results[C any](tb testing.TB, open func() (*verbsio.Context, error), run Ru
 	return srv, cli, srvErr, cliErr
 }
 
+// MustShm0 is MustResults with cfg on both sides over shm0.
+func MustShm0[C any](tb testing.TB, run Runner[C], cfg C) (srv, cli []reports.Result) {
+	tb.Helper()
+	return MustResults(tb, Shm0, run, cfg, cfg)
+}
+
+// StallWindow is the sample window of the duration-mode tests that check
+// what a run carries (its stop message, its validation), not how much:
+// longer than the CPU stalls of a loaded machine (a spinning probe lost
+// its CPU for 292 and 407 ms within 8 s at load 10 on the two-CPU
+// development host), because a window in which nothing completed is an
+// error, rightly.
+const StallWindow = 800 * time.Millisecond
+
 // MustResults is Results that ends the test if either side fails.
 func MustResults[C any](tb testing.TB, open func() (*verbsio.Context, error), run Runner[C], srvCfg, cliCfg C) (srv, cli []reports.Result) {
 	tb.Helper()
