@@ -111,6 +111,7 @@ func TestSendPathsOnUDP(t *testing.T) {
 				cfg.Sizes = []int{1000}
 			}
 			cfg.Params = oob.Params{Test: "send-bw"}
+			cfg.QPTimeout = pairtest.QPTimeout
 			_, cli := pairtest.MustResults(t, pairtest.UDPLoopback, bw.Run, cfg, cfg)
 			if len(cli) != 1 || cli[0].Path != path.String() || cli[0].Iterations != 200 || cli[0].BWAvgGbps <= 0 {
 				t.Fatalf("client: %+v", cli)

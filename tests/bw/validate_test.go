@@ -41,6 +41,7 @@ func TestValidate(t *testing.T) {
 							cfg.TxDepth = 32
 							cfg.RxDepth = 64
 							cfg.Validate = true
+							cfg.QPTimeout = pairtest.QPTimeout
 							if test != bw.Atomic {
 								cfg.Sizes = []int{1, 3, 64, 4097, 20000}
 								if conn != verbsio.QPTypeRC {

@@ -132,6 +132,7 @@ func TestSendPathsOnUDP(t *testing.T) {
 				cfg := latency.Default(test)
 				cfg.Path, cfg.Iterations, cfg.Sizes = path, 40, []int{64}
 				cfg.Params = oob.Params{Test: test.Command()}
+				cfg.QPTimeout = pairtest.QPTimeout
 				_, cli := pairtest.MustResults(t, pairtest.UDPLoopback, latency.Run, cfg, cfg)
 				if len(cli) != 1 || cli[0].Path != path.String() || cli[0].Samples != 39 {
 					t.Fatalf("client: %+v", cli)

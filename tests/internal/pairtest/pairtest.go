@@ -130,6 +130,14 @@ func MustShm0[C any](tb testing.TB, run Runner[C], cfg C) (srv, cli []reports.Re
 	return MustResults(tb, Shm0, run, cfg, cfg)
 }
 
+// QPTimeout is the ACK timeout exponent the tests that run both sides on
+// udp_lo use: 16, 268 ms a try and 2.1 s for the eight tries. Both sides
+// are one process whose engines progress only when their loops poll, and
+// a loaded machine keeps a thread off the CPUs for 0.3-0.4 s at a time;
+// with the default 14 (537 ms in all) both sides of a bidirectional
+// write_bw ran out of retries under -race at load 18.
+const QPTimeout = 16
+
 // StallWindow is the sample window of the duration-mode tests that check
 // what a run carries (its stop message, its validation), not how much:
 // longer than the CPU stalls of a loaded machine (a spinning probe lost
