@@ -54,7 +54,19 @@ func newWire(t testing.TB) *wire {
 func (w *wire) tx(t testing.TB, o TXOptions) *TX {
 	t.Helper()
 	var tx *TX
-	if err := w.pair.A.Run(func() (err error) { tx, err = OpenTX(w.pair.A.Link, o); return err }); err != nil {
+	open := func() error {
+		return w.pair.A.Run(func() (err error) { tx, err = OpenTX(w.pair.A.Link, o); return err })
+	}
+	err := open()
+	// The kernel frees a closed AF_XDP socket's hold on its queue from a
+	// work queue (the buffer pool's deferred release), so a socket opened
+	// right after another on the same queue was closed can find it still
+	// busy for as long as the machine keeps that worker off the CPUs.
+	for deadline := time.Now().Add(5 * time.Second); o.Mode == TXXDP && errors.Is(err, unix.EBUSY) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		err = open()
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tx.Close() })
