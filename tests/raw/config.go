@@ -1,6 +1,7 @@
 package raw
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/rperf/rperf/tests/session"
@@ -33,6 +34,11 @@ type Config struct {
 	// flow before the next (--flows_burst). The server steers all of
 	// them to its QP.
 	Flows, FlowsBurst int
+	// Multicast (raw-bw, perftest --raw_mcast) sends to an IPv4 multicast
+	// group: Frame.DstIP is the group on both sides and Frame.DstMAC its
+	// MAC (MulticastMAC); the server's rule takes frames to that MAC
+	// and its port instead of to its own MAC.
+	Multicast bool
 	// CompletionTimestamps (raw-lat) also measures every round trip from
 	// the completion timestamps of the ping's send and the pong's receive,
 	// in the device's clock: a second result per size, with Clock
@@ -148,10 +154,27 @@ func (c *Config) Check() error {
 	if r := c.RuleType; r != verbsio.FlowNormal && r != verbsio.FlowSniffer && r != verbsio.FlowAllDefault {
 		ps.AddField(session.NewFieldError("RuleType", r, "the server's rule is normal, sniffer or all-default"))
 	}
+	if c.Multicast {
+		switch {
+		case t != session.RawBW:
+			ps.AddField(session.NewFieldError("Multicast", true, "multicast is one-way traffic: raw-bw only"))
+		case !f.DstIP.Is4() || !f.DstIP.IsMulticast():
+			ps.AddField(session.NewFieldError("Multicast", f.DstIP, "the destination is not an IPv4 multicast group (224.0.0.0/4)").WithFix("give the group as {DstIP}"))
+		case f.DstMAC != MulticastMAC(f.DstIP):
+			ps.AddField(session.NewFieldError("Multicast", f.DstMAC, "the destination MAC is not the group's (MulticastMAC)").WithFix("set {DstMAC} to MulticastMAC({DstIP})"))
+		}
+	}
 	if c.CompletionTimestamps && t != session.RawLat {
 		ps.AddField(session.NewFieldError("CompletionTimestamps", true, "completion timestamps time round trips: raw-lat only"))
 	}
 	return ps.Err()
+}
+
+// MulticastMAC is the Ethernet address of IPv4 multicast group ip
+// (RFC 1112: 01:00:5e and the group's low 23 bits).
+func MulticastMAC(ip netip.Addr) [6]byte {
+	a := ip.As4()
+	return [6]byte{0x01, 0x00, 0x5e, a[1] & 0x7f, a[2], a[3]}
 }
 
 // VLANPCPInvalid reports a VLAN priority outside 0..7.

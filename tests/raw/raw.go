@@ -225,17 +225,22 @@ func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 	return r, nil
 }
 
-// rule steers frames to this side's MAC and L4 port (each of the flows'
-// ports on a bw server: the port's bits that the flows vary are masked
-// out only when the flows count is a power of two; else one rule per
-// flow would be needed, and the ETH rule alone is used).
+// rule steers frames to this side's MAC (a multicast server: the
+// group's) and L4 port (each of the flows' ports on a bw server: the
+// port's bits that the flows vary are masked out only when the flows
+// count is a power of two; else one rule per flow would be needed, and
+// the ETH rule alone is used).
 func (r *runner) rule() verbsio.FlowAttr {
 	if t := r.c.RuleType; t != verbsio.FlowNormal && r.c.Server {
 		return verbsio.FlowAttr{Type: t, Port: 1}
 	}
 	f := &r.c.Frame
 	all := verbsio.MAC{255, 255, 255, 255, 255, 255}
-	specs := []verbsio.FlowSpec{verbsio.FlowETH{Val: verbsio.ETHFilter{Dst: verbsio.MAC(f.SrcMAC)}, Mask: verbsio.ETHFilter{Dst: all}}}
+	dst := f.SrcMAC
+	if r.c.Multicast && r.c.Server {
+		dst = f.DstMAC // the group's MAC, as attaching the QP to the group would take
+	}
+	specs := []verbsio.FlowSpec{verbsio.FlowETH{Val: verbsio.ETHFilter{Dst: verbsio.MAC(dst)}, Mask: verbsio.ETHFilter{Dst: all}}}
 	if n := r.c.Flows; n == 1 || (n&(n-1) == 0 && int(f.SrcPort)%n == 0) {
 		mask := ^uint16(n - 1)
 		port := verbsio.PortFilter{Dst: f.SrcPort & mask}

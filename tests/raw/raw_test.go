@@ -143,6 +143,54 @@ func TestRawBW(t *testing.T) {
 	}
 }
 
+// TestRawMulticast is perftest's --raw_mcast: the client sends to group
+// 239.1.2.3 at its MAC 01:00:5e:01:02:03, which is not the server's; the
+// server's rule for the group's MAC takes them, and a server ruling on
+// its own MAC (no Multicast) gets none of them.
+func TestRawMulticast(t *testing.T) {
+	const n = 1000
+	group := netipAddr("239.1.2.3")
+	if m := raw.MulticastMAC(group); m != [6]byte{0x01, 0x00, 0x5e, 0x01, 0x02, 0x03} {
+		t.Fatalf("MulticastMAC(%v) = % x", group, m)
+	}
+	if m := raw.MulticastMAC(netipAddr("224.129.255.1")); m != [6]byte{0x01, 0x00, 0x5e, 0x01, 0xff, 0x01} {
+		t.Errorf("MulticastMAC keeps 23 bits: % x", m)
+	}
+	client, server := pair(t, session.RawBW, func(c *raw.Config) {
+		c.Sizes, c.Iterations, c.RxDepth = []int{128}, n, 4096
+		c.Multicast, c.Frame.DstIP, c.Frame.DstMAC = true, group, raw.MulticastMAC(group)
+	})
+	if len(client) != 1 || client[0].Iterations != n || len(server) != 1 ||
+		server[0].Iterations+server[0].Bandwidth.LostMessages != n || server[0].Iterations < n/2 {
+		t.Fatalf("multicast raw-bw: client %+v, server %+v", client, server)
+	}
+	t.Logf("multicast: %.3f Mpps sent, %d of %d received", client[0].MsgRateMpps, server[0].Iterations, n)
+
+	// Without Multicast the server's rule is for its own MAC: the
+	// group's frames are not its, and it waits in vain (bounded).
+	p := netns.Setup(t, netns.Options{})
+	a, b := openEnd(t, p.A), openEnd(t, p.B)
+	srv, cli := raw.Default(session.RawBW), raw.Default(session.RawBW)
+	srv.Server, srv.FirstWait = true, 2*time.Second
+	srv.Frame, cli.Frame = frames(b, a, 7000, 6000), frames(a, b, 6000, 7000)
+	cli.Multicast, cli.Frame.DstIP, cli.Frame.DstMAC = true, group, raw.MulticastMAC(group)
+	cli.Iterations = n
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		_, err := raw.Run(ctx, b.dev, &srv, func(raw.Info) { close(ready) })
+		done <- err
+	}()
+	<-ready
+	if _, err := raw.Run(ctx, a.dev, &cli, nil); err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "waiting for the first") {
+		t.Errorf("a unicast server got the group's frames: %v", err)
+	}
+}
+
 // TestRawOverBridge runs raw-bw and raw-lat between two namespaces
 // joined by a kernel bridge in a third, so that frames cross a switch.
 func TestRawOverBridge(t *testing.T) {
@@ -226,6 +274,9 @@ func TestRawCheck(t *testing.T) {
 		{"pcp", func(c *raw.Config) { c.Frame.VLAN, c.Frame.VLANPCP = true, 8 }, "a VLAN priority is 0 to 7"},
 		{"not raw", func(c *raw.Config) { c.Test = session.SendBW }, "not one of rperf's raw tests"},
 		{"rule type", func(c *raw.Config) { c.RuleType = verbsio.FlowMCDefault }, "the server's rule is normal, sniffer or all-default"},
+		{"multicast on lat", func(c *raw.Config) { c.Test, c.TxDepth, c.Multicast = session.RawLat, 1, true }, "multicast is one-way traffic: raw-bw only"},
+		{"multicast to a unicast IP", func(c *raw.Config) { c.Multicast = true }, "not an IPv4 multicast group (224.0.0.0/4)"},
+		{"multicast to another MAC", func(c *raw.Config) { c.Multicast, c.Frame.DstIP = true, netipAddr("239.1.1.1") }, "not the group's"},
 	} {
 		cfg := good
 		c.mod(&cfg)

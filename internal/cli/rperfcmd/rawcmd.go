@@ -73,6 +73,7 @@ type rawOptions struct {
 	sniffer     bool
 	promisc     bool
 	typicalPkt  int
+	mcast       bool
 
 	pcts []float64
 	mbps float64 // --rate_limit in Mb/s
@@ -90,7 +91,7 @@ var rawFlagFields = map[string]string{
 	"Sizes": "size", "Iterations": "iters", "TxDepth": "tx-depth", "RxDepth": "rx-depth", "Warmup": "warmup",
 	"DstMAC": "dest_mac", "Flows": "flows", "FlowsBurst": "flows_burst", "VLANPCP": "vlan_pcp",
 	"CompletionTimestamps": "completion-timestamps", "Percentiles": "percentiles", "BurstSize": "burst_size",
-	"RateMbps": "rate_limit", "HWPacing": "rate_limit_type",
+	"RateMbps": "rate_limit", "HWPacing": "rate_limit_type", "Multicast": "raw_mcast",
 }
 
 func newRawCommand(t session.Test) *cobra.Command {
@@ -162,6 +163,9 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	} else {
 		fs.BoolVar(&o.gbits, "report_gbits", false, "report bandwidth in Gb/s (10^9 bits) instead of MiB/s")
 	}
+	if t == session.RawBW {
+		fs.BoolVar(&o.mcast, "raw_mcast", false, "send to the IPv4 multicast group -J at its MAC (no -E); the server takes the group's frames")
+	}
 	if t == session.RawBurstLat {
 		fs.StringVar(&o.percentiles, "percentiles", "", "percentiles of the true statistics (default 50,90,99,99.9,99.99)")
 		fs.IntVar(&o.burstSize, "burst_size", 0, "frames posted at once (default: the tx depth)")
@@ -182,7 +186,11 @@ func (o *rawOptions) validate() error {
 		return cli.Usagef("-d: give the raw device, e.g. -d raw_eth0 (the built-in engine's raw device over eth0)")
 	case o.server == o.client:
 		return cli.Usagef("give the side's role: --server (-Z) or --client (-P), exactly one")
-	case o.dstMAC == "":
+	case o.mcast && o.dstMAC != "":
+		return cli.Usagef("--raw_mcast sends to the group's MAC, derived from -J: drop -E")
+	case o.mcast && o.ipv6:
+		return cli.Usagef("--raw_mcast sends to an IPv4 group: drop --raw_ipv6")
+	case o.dstMAC == "" && !o.mcast:
 		return cli.Usagef("-E: give the peer's MAC address (--dest_mac): raw frames carry it")
 	case o.dstIP == "":
 		return cli.Usagef("-J: give the peer's IP address (--dest_ip): raw frames carry it")
@@ -213,7 +221,11 @@ func (o *rawOptions) validate() error {
 	case o.fs.Changed("vlan_pcp") && !o.vlan:
 		return cli.Usagef("--vlan_pcp is the tag's priority: add --vlan_en")
 	}
-	if _, err := parseMAC("-E", o.dstMAC); err != nil {
+	if o.mcast {
+		if ip, err := netip.ParseAddr(o.dstIP); err == nil && (!ip.Is4() || !ip.IsMulticast()) {
+			return cli.Usagef("--raw_mcast: -J %s is not an IPv4 multicast group; give one in 224.0.0.0/4 (e.g. 239.1.1.1), the same on both sides", o.dstIP)
+		}
+	} else if _, err := parseMAC("-E", o.dstMAC); err != nil {
 		return err
 	}
 	if o.srcMAC != "" {
@@ -302,8 +314,12 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 		c.TypicalPktSize = o.typicalPkt
 	}
 	f := &c.Frame
-	f.DstMAC, _ = parseMAC("-E", o.dstMAC)
 	f.DstIP, _ = netip.ParseAddr(o.dstIP)
+	if o.mcast {
+		c.Multicast, f.DstMAC = true, raw.MulticastMAC(f.DstIP)
+	} else {
+		f.DstMAC, _ = parseMAC("-E", o.dstMAC)
+	}
 	f.SrcPort, f.DstPort = uint16(o.srcPort), uint16(o.dstPort)
 	f.TCP, f.TOS, f.FlowLabel = o.tcp, uint8(o.tos), uint32(o.flowLabel)
 	if o.fs.Changed("tclass") {
@@ -424,7 +440,7 @@ func (o *rawOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	env := reports.GatherEnv(reports.System{})
 	env.Provider, env.Fabric, env.Device, env.SendPath = dev.Device.Provider, fabricOf(dev.Device, port), dev.Device.Name, "generic"
 	env.Extra = map[string]string{"role": roleOf(o.server), "tx_depth": strconv.Itoa(c.TxDepth), "rx_depth": strconv.Itoa(c.RxDepth),
-		"flows": strconv.Itoa(c.Flows), "source_mac": net.HardwareAddr(c.Frame.SrcMAC[:]).String(), "dest_mac": o.dstMAC,
+		"flows": strconv.Itoa(c.Flows), "source_mac": net.HardwareAddr(c.Frame.SrcMAC[:]).String(), "dest_mac": net.HardwareAddr(c.Frame.DstMAC[:]).String(),
 		"source_ip": c.Frame.SrcIP.String(), "dest_ip": c.Frame.DstIP.String()}
 	out := stdout
 	if o.jsonPath == "-" {

@@ -72,6 +72,12 @@ func TestRawFlags(t *testing.T) {
 		{"raw-bw", []string{"-d", "raw_x", "-Z", "-E", mac, "-J", "10.0.0.2", "--sniffer", "--promiscuous"}, "give one of them"},
 		{"raw-bw", append(base, "--typical_pkt_size", "1000", "--rate_limit_type", "PP", "--rate_limit", "1", "--typical_pkt_size", "99999"), "--typical_pkt_size 99999: a frame size is 0 to 9600"},
 		{"raw-burst-lat", append(base, "--typical_pkt_size", "1000"), "--typical_pkt_size sets the packet pacing: add --rate_limit_type PP"},
+		{"raw-bw", append(base, "--raw_mcast"), "--raw_mcast sends to the group's MAC, derived from -J: drop -E"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "-J", "10.0.0.2", "--raw_mcast"}, "--raw_mcast: -J 10.0.0.2 is not an IPv4 multicast group; give one in 224.0.0.0/4"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "-J", "ff02::1", "--raw_ipv6", "--raw_mcast"}, "--raw_mcast sends to an IPv4 group: drop --raw_ipv6"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "--raw_mcast"}, "-J: give the peer's IP address"},
+		{"raw-lat", []string{"-d", "raw_x", "-P", "-J", "239.1.1.1", "--raw_mcast"}, "unknown flag: --raw_mcast"},
+		{"raw-bw", []string{"-d", "raw_nosuch0", "-P", "-J", "239.1.1.1", "--raw_mcast"}, "raw_nosuch0"},
 	} {
 		_, _, err := runRaw(context.Background(), append([]string{c.cmd}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
