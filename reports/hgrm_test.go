@@ -3,14 +3,13 @@ package reports
 import (
 	"bufio"
 	"bytes"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/google/go-cmp/cmp"
+	"github.com/rperf/rperf/internal/testsupport/golden"
 )
 
 // TestWriteHGRM checks the .hgrm text against a golden file and parses it
@@ -24,19 +23,7 @@ func TestWriteHGRM(t *testing.T) {
 	if err := WriteResultHGRM(&buf, res); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "write_lat_2.hgrm")
-	if *update {
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), buf.String()); diff != "" {
-		t.Errorf("(-want +got)\n%s", diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "write_lat_2.hgrm"), buf.Bytes())
 
 	sc := bufio.NewScanner(&buf)
 	sc.Scan()

@@ -89,6 +89,11 @@ type Result struct {
 	// bucket's initial burst).
 	Gap              *Gap  `json:"gap,omitempty"`
 	ExcludedMessages int64 `json:"excluded_messages,omitempty"`
+
+	// Clock names where the latency samples came from when not the
+	// software clock: "completion" for the completion timestamps of the
+	// device's clock (rperf raw-lat --completion-timestamps).
+	Clock string `json:"clock,omitempty"`
 }
 
 // Write writes d as indented JSON. It sets an empty Schema to [SchemaV1]

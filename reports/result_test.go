@@ -2,17 +2,14 @@ package reports
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rperf/rperf/internal/testsupport/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 func ptr[T any](v T) *T { return &v }
 
@@ -76,14 +73,9 @@ func TestGoldenDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join("testdata", "golden_v1.json")
-	if *update {
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
+	want, ok := golden.Want(t, path, buf.Bytes())
+	if !ok {
+		return
 	}
 	norm := func(b []byte) string { return hdrField.ReplaceAllString(string(b), `"hdr": "…"`) }
 	if diff := cmp.Diff(norm(want), norm(buf.Bytes())); diff != "" {

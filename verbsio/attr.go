@@ -41,13 +41,14 @@ type DeviceAttr struct {
 	PacketPacing  PacingCaps     // per-QP rate limiting
 	MaxDMSize     uint64         // device memory available, bytes
 	RawPacketCaps RawPacketCaps  // raw packet QP capabilities
+	FlowSteering  FlowCaps       // flow steering (ibv_create_flow); zero Features: none
 	Interfaces    []InterfaceCap // accelerated interface families offered
 	SendPaths     []string       // rperf send paths the device supports
 	Unknown       []string       // names of fields this provider cannot know
 
 	// Ext holds the rest of what ibv_query_device_ex reports (the fields
 	// ibv_devinfo -v prints that rperf does not use); nil when the
-	// provider does not report them (the built-in engine).
+	// provider does not report them.
 	Ext *DeviceAttrEx
 }
 
@@ -325,6 +326,10 @@ type QPAttr struct {
 // CQInitAttr describes a completion queue to create.
 type CQInitAttr struct {
 	CQE int // minimum number of entries
+	// WCFlags are the completion fields the CQ must deliver
+	// (ibv_create_cq_ex's wc_flags); 0 is the standard set. Asking for
+	// WCExCompletionTimestamp makes every completion carry WC.Timestamp.
+	WCFlags CQWCFlags
 }
 
 // SRQInitAttr describes a shared receive queue to create.

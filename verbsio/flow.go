@@ -338,6 +338,21 @@ const (
 	FlowCanMCDefault                           // MC_DEFAULT rules
 )
 
+var flowFeatureNames = []string{"ETH", "IPV4", "IPV4_EXT", "IPV6", "TCP", "UDP", "VXLAN", "GRE", "MPLS", "ESP",
+	"INNER", "TAG", "DROP", "PARTIAL_MASK", "DONT_TRAP", "EGRESS", "SNIFFER", "ALL_DEFAULT", "MC_DEFAULT"}
+
+// Names lists the features, e.g. ["ETH", "IPV4", "TAG"], in the order of
+// their bits; unknown bits are left out.
+func (f FlowFeature) Names() []string {
+	var out []string
+	for i, n := range flowFeatureNames {
+		if f&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // FlowCaps are what a provider's flow steering accepts. A rule asking for
 // something outside them fails with EOPNOTSUPP, as hardware answers.
 type FlowCaps struct {
@@ -400,7 +415,7 @@ func (qp *QP) CreateFlow(attr FlowAttr) (*Flow, error) {
 		return nil, Errorf("create_flow", unix.EINVAL, "flow steering needs a UD or RAW_PACKET QP, not %s", qp.typ)
 	}
 	fs, ok := qp.impl.(FlowSteerer)
-	if !ok {
+	if !ok || fs.FlowCaps().Features == 0 {
 		return nil, &UnsupportedError{Feature: "flow steering on " + qp.typ.String() + " QPs",
 			Reason: "this device steers no flows", Fix: "use a raw_<netdev> device of the built-in engine or a NIC with managed flow steering"}
 	}

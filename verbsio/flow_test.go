@@ -190,3 +190,19 @@ func TestFlowNames(t *testing.T) {
 		}
 	}
 }
+
+func TestFlowFeatureNames(t *testing.T) {
+	for _, c := range []struct {
+		f    FlowFeature
+		want string
+	}{
+		{0, ""},
+		{FlowCanETH, "ETH"},
+		{FlowCanETH | FlowCanTag | FlowCanMCDefault, "ETH TAG MC_DEFAULT"},
+		{FlowCanIPv4Ext | 1<<31, "IPV4_EXT"},
+	} {
+		if got := strings.Join(c.f.Names(), " "); got != c.want {
+			t.Errorf("%#x.Names() = %q, want %q", uint32(c.f), got, c.want)
+		}
+	}
+}

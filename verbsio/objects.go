@@ -197,8 +197,9 @@ func (mr *MR) Dereg() error { return mr.impl.Dereg() }
 
 // CQ is a completion queue (struct ibv_cq).
 type CQ struct {
-	ctx  *Context
-	impl CQImpl
+	ctx     *Context
+	impl    CQImpl
+	wcFlags CQWCFlags
 }
 
 // Impl returns the provider's implementation.

@@ -206,6 +206,12 @@ type OpenOptions struct {
 	// udp fabric's UDP port; objects that move data cannot be created.
 	// rdiag opens devices this way, so it works beside a running test.
 	QueryOnly bool
+	// RawProfile makes a raw-fabric device (raw_<netdev>) behave as
+	// another device: "" is the engine's own raw device, "mana" is
+	// Microsoft's MANA as manadv(7) describes it (RAW_PACKET QPs only,
+	// queue memory from the application's allocator, one raw QP per
+	// port across processes: EBUSY). docs/raw.md describes both.
+	RawProfile string
 }
 
 // OptionsOpener is implemented by providers that take OpenOptions.

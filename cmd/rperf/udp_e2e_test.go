@@ -253,7 +253,7 @@ func TestUDPNamespaces(t *testing.T) {
 // TestUDPFaultyWire runs every command through a wire that drops,
 // duplicates, reorders and corrupts the RoCEv2 datagrams each way
 // (corruption past the BTH with the UDP checksum fixed, so that only the
-// ICRC can catch it), with a short QP timeout: every run completes with
+// ICRC can catch it), with a QP timeout of 134 ms: every run completes with
 // its data verified, the engines retransmit, and their ICRC checks catch
 // the corrupted datagrams. The wire's faults are seeded; what they hit
 // depends on timing.
@@ -273,21 +273,20 @@ func TestUDPFaultyWire(t *testing.T) {
 	var retrans, icrc, corrupted uint64
 	for i, c := range commands {
 		t.Run(c, func(t *testing.T) {
-			// A held datagram waits 2 ms for a successor: with the
-			// default 20 ms, longer than the QP timeout, a reorder in a
-			// ping-pong (no successor comes) would be a loss.
+			// A held datagram waits 2 ms for a successor: in a ping-pong
+			// none comes, and the default 20 ms would slow every run.
 			faults := faultrelay.Faults{Drop: 0.10, Duplicate: 0.10, Reorder: 0.10, Corrupt: 0.10,
 				CorruptFrom: 12, FixChecksum: true, MaxFaults: 400, ReorderTimeout: 2 * time.Millisecond}
 			if strings.HasSuffix(c, "-lat") {
 				faults.Drop, faults.Corrupt = 0.05, 0.05
 			}
 			w, err := faultrelay.NewWire(pair.Mid, faultrelay.WireConfig{Seed: uint64(100 + i), Ports: []uint16{4791},
-				AtoB: faults, BtoA: faults, MaxDuration: time.Minute})
+				AtoB: faults, BtoA: faults, MaxDuration: 3 * time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer w.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			go func() {
 				select {
@@ -298,12 +297,18 @@ func TestUDPFaultyWire(t *testing.T) {
 				case <-ctx.Done():
 				}
 			}()
-			// -u 12 (16.8 ms): the wire is a user-space forwarder that
-			// competes for this machine's two CPUs with two busy-polling
-			// processes; with shorter timeouts (-u 8, 10) the requester
-			// times out spuriously now and then, often enough to exhaust
-			// its 7 retries (RETRY_EXC_ERR).
-			extra := []string{"-u", "12", "--timeout", "20s"}
+			// -u 15 (134 ms, 1.07 s for the 8 tries): the wire is a
+			// user-space forwarder that competes for this machine's two
+			// CPUs with two busy-polling processes and whatever else
+			// runs, and a process can be off the CPUs for 0.3-0.4 s at a
+			// time at load 10. With -u 12 (134 ms for all 8 tries) both
+			// sides of a latency run often ran out of retries
+			// (RETRY_EXC_ERR) under load: 3 of 4 runs at load 6, 2 of 3
+			// with four CPU hogs; -u 14 (537 ms) still lost 1 of 3 with
+			// the hogs. Every loss a ping-pong suffers costs a timeout,
+			// so the latency runs take longer (some 60-80 s in all at
+			// load 11-17, 25-35 s unloaded).
+			extra := []string{"-u", "15", "--timeout", "20s"}
 			cli, srv := nsRun(t, pair, c, pair.B.Addr4.Addr().String(), extra...)
 			st := w.Stats()
 			cc, sc := cli.Env.EngineCounters, srv.Env.EngineCounters

@@ -62,12 +62,13 @@ const (
 	CheckMemfd         = "memfd"
 	CheckPtraceScope   = "ptrace-scope"
 	CheckNoFile        = "nofile"
+	CheckNetRaw        = "net-raw"
 )
 
 // CheckNames lists every check Evaluate runs, in report order.
 var CheckNames = []string{
 	CheckRDMADevices, CheckDevInfiniband, CheckPortState, CheckMTU, CheckRoCEGID,
-	CheckMemlock, CheckUDPPort, CheckShm, CheckMemfd, CheckPtraceScope, CheckNoFile,
+	CheckMemlock, CheckUDPPort, CheckShm, CheckMemfd, CheckPtraceScope, CheckNoFile, CheckNetRaw,
 }
 
 // Worst returns the highest severity among fs, or Pass for none.
@@ -154,6 +155,7 @@ var checkScope = map[string]scope{
 	CheckMemfd:         scopeBuiltin,
 	CheckPtraceScope:   scopeBuiltin,
 	CheckNoFile:        scopeBoth,
+	CheckNetRaw:        scopeBuiltin,
 }
 
 // ForEngine returns fs with each severity capped for engine e: findings

@@ -41,6 +41,7 @@ func Gather(env Env) (Inputs, error) {
 		if caps, err := ParseCapEff(string(status)); err == nil {
 			in.CapIPCLock = HasCap(caps, CapIPCLock)
 			in.CapSysPtrace = HasCap(caps, CapSysPtrace)
+			in.CapNetRaw = HasCap(caps, CapNetRaw)
 		}
 	}
 

@@ -72,8 +72,8 @@ func TestGatherFromRoots(t *testing.T) {
 	if in.UDPErr != nil || len(in.UDPSockets) != 2 || in.UDPSockets[0].Local.Port() != RoCEv2Port {
 		t.Errorf("UDPSockets = %v, %v", in.UDPSockets, in.UDPErr)
 	}
-	if !in.CapSysPtrace || in.CapIPCLock {
-		t.Errorf("CapSysPtrace = %v, CapIPCLock = %v; want true, false", in.CapSysPtrace, in.CapIPCLock)
+	if !in.CapSysPtrace || in.CapIPCLock || in.CapNetRaw {
+		t.Errorf("CapSysPtrace = %v, CapIPCLock = %v, CapNetRaw = %v; want true, false, false", in.CapSysPtrace, in.CapIPCLock, in.CapNetRaw)
 	}
 	if in.PtraceScope != 2 || in.PtraceErr != nil {
 		t.Errorf("PtraceScope = %d, %v", in.PtraceScope, in.PtraceErr)
@@ -107,6 +107,7 @@ func TestGatherFromRoots(t *testing.T) {
 		CheckMemfd:         {Pass},
 		CheckPtraceScope:   {Pass}, // scope 2, but CAP_SYS_PTRACE
 		CheckNoFile:        {Pass},
+		CheckNetRaw:        {Info}, // CapEff has CAP_SYS_PTRACE only
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("severities (-want +got):\n%s", diff)

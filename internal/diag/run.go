@@ -23,6 +23,7 @@ type Inputs struct {
 	MemlockNeed  uint64 // bytes of memory the run registers
 	CapIPCLock   bool   // CAP_IPC_LOCK in the effective set
 	CapSysPtrace bool   // CAP_SYS_PTRACE in the effective set
+	CapNetRaw    bool   // CAP_NET_RAW in the effective set
 
 	DevInfiniband DevDir // /dev/infiniband
 	Creds         Creds  // who opens the device nodes
@@ -73,6 +74,7 @@ func Evaluate(in Inputs) []Finding {
 		Memfd(in.MemfdErr),
 		PtraceScope(in.PtraceScope, in.PtraceErr, in.CapSysPtrace),
 		NoFile(in.NoFile, orDefault(in.NoFileNeed, DefaultNoFileNeed)),
+		NetRaw(in.CapNetRaw),
 	)
 	return ForEngine(out, in.Engine)
 }

@@ -126,6 +126,7 @@ func PtraceScope(scope int, readErr error, capSysPtrace bool) Finding {
 
 // Capability bits (linux/capability.h) this package looks at.
 const (
+	CapNetRaw    = 13
 	CapIPCLock   = 14
 	CapSysPtrace = 19
 )

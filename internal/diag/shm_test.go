@@ -123,3 +123,19 @@ func TestParseCapEff(t *testing.T) {
 		t.Error("ParseCapEff with a bad value succeeded")
 	}
 }
+
+// TestNetRaw: CAP_NET_RAW held passes; missing is INFO, naming the raw
+// devices, what still works and how to grant it; CapEff's bit 13 is it.
+func TestNetRaw(t *testing.T) {
+	if f := NetRaw(true); f.Severity != Pass || f.Check != CheckNetRaw {
+		t.Errorf("held: %v", f)
+	}
+	f := NetRaw(false)
+	if f.Severity != Info || !strings.Contains(f.What, "CAP_NET_RAW") || !strings.Contains(f.What, "raw_<netdev>") || !strings.Contains(f.Fix, "cap_net_raw") {
+		t.Errorf("missing: %v", f)
+	}
+	caps, _ := ParseCapEff("CapEff:\t0000000000002000\n")
+	if !HasCap(caps, CapNetRaw) || HasCap(caps, CapIPCLock) {
+		t.Errorf("CapEff 0x2000: CAP_NET_RAW %v", HasCap(caps, CapNetRaw))
+	}
+}

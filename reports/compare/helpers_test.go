@@ -1,17 +1,11 @@
 package compare
 
 import (
-	"flag"
 	"math/rand/v2"
-	"testing"
 
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/reports/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
-
-func golden(t *testing.T, name string, got []byte) { testkit.Golden(t, name, got, *update) }
 
 // latencyResult records samples (ns) into a latency record.
 var latencyResult = testkit.LatencyRecord

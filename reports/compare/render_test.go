@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/rperf/rperf/internal/testsupport/golden"
 	"github.com/rperf/rperf/reports"
 )
 
@@ -50,7 +52,7 @@ func TestGoldenText(t *testing.T) {
 	if err := fixture(t).WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.txt", b.Bytes())
+	golden.Check(t, filepath.Join("testdata", "compare.txt"), b.Bytes())
 }
 
 func TestGoldenMarkdown(t *testing.T) {
@@ -58,7 +60,7 @@ func TestGoldenMarkdown(t *testing.T) {
 	if err := fixture(t).WriteMarkdown(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.md", b.Bytes())
+	golden.Check(t, filepath.Join("testdata", "compare.md"), b.Bytes())
 	for _, l := range strings.Split(b.String(), "\n") {
 		if strings.HasPrefix(l, "|") && strings.Count(strings.ReplaceAll(l, `\|`, ""), "|") != 9 {
 			t.Errorf("table line with other than 8 cells: %q", l)
@@ -72,7 +74,7 @@ func TestGoldenJUnit(t *testing.T) {
 	if err := rep.WriteJUnit(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.xml", b.Bytes())
+	golden.Check(t, filepath.Join("testdata", "compare.xml"), b.Bytes())
 	var back junitSuites
 	if err := xml.Unmarshal(b.Bytes(), &back); err != nil {
 		t.Fatal(err)
@@ -103,7 +105,7 @@ func TestGoldenJSON(t *testing.T) {
 	if err := rep.WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.json", b.Bytes())
+	golden.Check(t, filepath.Join("testdata", "compare.json"), b.Bytes())
 	var back Report
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
 		t.Fatal(err)

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
-	"flag"
 	"fmt"
 	"image/png"
 	"io"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,13 +17,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/rperf/rperf/internal/testsupport/golden"
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/reports/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
-
-func golden(t *testing.T, name string, got []byte) { testkit.Golden(t, name, got, *update) }
 
 var latencyResult = testkit.LatencyRecord
 
@@ -178,7 +175,7 @@ func TestGoldenSVG(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			got := renderInputs(t, tc.inputs, tc.opts)
-			golden(t, tc.file, got)
+			golden.Check(t, filepath.Join("testdata", tc.file), got)
 			if again := renderInputs(t, tc.inputs, tc.opts); !bytes.Equal(got, again) {
 				t.Error("two renderings differ")
 			}
@@ -345,7 +342,7 @@ func TestRuns(t *testing.T) {
 	if len(ss) != 11 || ss[4].label != "baseline, all runs" || ss[4].width <= ss[0].width || ss[10].label != "p99" || ss[10].points[0].x != 100 {
 		t.Errorf("%d series; labels %q %q, widths %v %v, marker at %v", len(ss), ss[4].label, ss[10].label, ss[0].width, ss[4].width, ss[10].points[0].x)
 	}
-	golden(t, "runs_latency.svg", render(t, f))
+	golden.Check(t, filepath.Join("testdata", "runs_latency.svg"), render(t, f))
 
 	bw := func(g ...float64) []reports.Result {
 		var out []reports.Result

@@ -3,36 +3,15 @@ package table_test
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rperf/rperf/internal/clock"
+	"github.com/rperf/rperf/internal/testsupport/golden"
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/reports/table"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
-
-// golden compares got with testdata/name, rewriting it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s (-want +got); run go test -update if intended\n%s", path, diff)
-	}
-}
 
 var testClock = clock.Info{Name: clock.Name, ResolutionNs: 20, CostNs: 21.5}
 
@@ -157,7 +136,7 @@ func TestWriteGolden(t *testing.T) {
 			if err := table.Write(&buf, tt.doc, tt.opts); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tt.name, buf.Bytes())
+			golden.Check(t, filepath.Join("testdata", tt.name), buf.Bytes())
 		})
 	}
 }
@@ -195,8 +174,8 @@ func TestBandwidthNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := " note: 64 B: measured on the receiving side, from the first receive to the last; no BW peak (shown as 0.00)\n" +
-		" note: 64 B: 3 messages lost on the way (UC/UD); the rates count what arrived\n" +
-		" note: 128 B: 1 message lost on the way (UC/UD); the rates count what arrived\n" +
+		" note: 64 B: 3 messages lost on the way (UC, UD and raw frames are not retransmitted); the rates count what arrived\n" +
+		" note: 128 B: 1 message lost on the way (UC, UD and raw frames are not retransmitted); the rates count what arrived\n" +
 		" clock: monotonic (runtime nanotime, CLOCK_MONOTONIC via vDSO): resolution 20 ns, cost 21.5 ns per read\n"
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)

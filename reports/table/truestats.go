@@ -114,7 +114,7 @@ func bandwidthNotes(r reports.Result) []string {
 		notes = append(notes, "measured on the receiving side, from the first receive to the last; no BW peak (shown as 0.00)")
 	}
 	if r.LostMessages > 0 {
-		notes = append(notes, fmt.Sprintf("%s lost on the way (UC/UD); the rates count what arrived", messages(r.LostMessages)))
+		notes = append(notes, fmt.Sprintf("%s lost on the way (UC, UD and raw frames are not retransmitted); the rates count what arrived", messages(r.LostMessages)))
 	}
 	return notes
 }

@@ -281,6 +281,7 @@ func (r *runner) Shape(spec *session.Spec) {
 	spec.QPs, spec.TxDepth = cfg.QPs, cfg.txDepth()
 	spec.Duplex = cfg.Bidirectional
 	spec.SendSlots, spec.RecvSlots = cfg.slots()
+	spec.PeerSends = cfg.Bidirectional
 }
 
 // Roles: the sender loop posts, the receiver loop (send_bw) reposts.
@@ -722,7 +723,7 @@ func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendSta
 				}
 			}
 			if winBeg == 0 && rp.ph.Sampling(now) {
-				winBeg = now
+				winBeg = rp.ph.WindowStart()
 			}
 		}
 		if !ending {
@@ -988,7 +989,7 @@ func (r *receiver) step() (int, error) {
 		}
 		if r.ph != nil && r.ph.Sampling(t) {
 			if r.winBeg == 0 {
-				r.winBeg = t
+				r.winBeg = r.ph.WindowStart()
 			}
 			r.st.winCount++
 		}

@@ -40,12 +40,12 @@ func TestSendPaths(t *testing.T) {
 					}
 					switch mode {
 					case "duration":
-						cfg.Duration, cfg.Margin = 400*time.Millisecond, 100*time.Millisecond
+						cfg.Duration, cfg.Margin = pairtest.StallWindow+200*time.Millisecond, 100*time.Millisecond
 					case "bidirectional":
 						cfg.Bidirectional = true
 					}
 					cfg.Params = oob.Params{Test: test.Command()}
-					srv, cli := runPair(t, cfg)
+					srv, cli := pairtest.MustShm0(t, bw.Run, cfg)
 					for side, rs := range map[string][]reports.Result{"client": cli, "server": srv} {
 						if len(rs) != len(cfg.Sizes) {
 							t.Fatalf("%s: %d results, want %d", side, len(rs), len(cfg.Sizes))
@@ -111,6 +111,7 @@ func TestSendPathsOnUDP(t *testing.T) {
 				cfg.Sizes = []int{1000}
 			}
 			cfg.Params = oob.Params{Test: "send-bw"}
+			cfg.QPTimeout = pairtest.QPTimeout
 			_, cli := pairtest.MustResults(t, pairtest.UDPLoopback, bw.Run, cfg, cfg)
 			if len(cli) != 1 || cli[0].Path != path.String() || cli[0].Iterations != 200 || cli[0].BWAvgGbps <= 0 {
 				t.Fatalf("client: %+v", cli)

@@ -41,6 +41,7 @@ func TestValidate(t *testing.T) {
 							cfg.TxDepth = 32
 							cfg.RxDepth = 64
 							cfg.Validate = true
+							cfg.QPTimeout = pairtest.QPTimeout
 							if test != bw.Atomic {
 								cfg.Sizes = []int{1, 3, 64, 4097, 20000}
 								if conn != verbsio.QPTypeRC {
@@ -65,7 +66,7 @@ func TestValidateDuration(t *testing.T) {
 	for _, test := range bw.Tests {
 		t.Run(test.Name(), func(t *testing.T) {
 			cfg := bw.Default(test)
-			cfg.Duration, cfg.Margin = 400*time.Millisecond, 100*time.Millisecond
+			cfg.Duration, cfg.Margin = pairtest.StallWindow+200*time.Millisecond, 100*time.Millisecond
 			cfg.TxDepth = 16
 			cfg.Validate = true
 			if test != bw.Atomic {

@@ -119,8 +119,9 @@ type runner struct {
 
 func (r *runner) Check() error { return r.cfg.Check() }
 
-// Shape leaves the session's shape as Config.Spec has it: one QP.
-func (r *runner) Shape(*session.Spec) {}
+// Shape leaves the session's shape as Config.Spec has it (one QP); both
+// sides send.
+func (r *runner) Shape(spec *session.Spec) { spec.PeerSends = true }
 
 // Roles: every side posts and receives (a SEND ping-pong receives; the
 // others leave the receive side idle).
@@ -276,7 +277,7 @@ func (sm *sampler) stamp(now int64) {
 	}
 	if sm.ph.Sampling(now) {
 		if sm.inWin == 0 {
-			sm.winBeg = now
+			sm.winBeg = sm.ph.WindowStart()
 		} else {
 			sm.rec.Record(now - sm.prev)
 		}

@@ -13,13 +13,6 @@ import (
 	"github.com/rperf/rperf/verbsio"
 )
 
-// runPair runs cfg on both sides over shm0 and returns each side's
-// results; the test ends if either side fails.
-func runPair(t *testing.T, cfg latency.Config) (srv, cli []reports.Result) {
-	t.Helper()
-	return pairtest.MustResults(t, pairtest.Shm0, latency.Run, cfg, cfg)
-}
-
 func TestEveryTestAndTransport(t *testing.T) {
 	for _, test := range latency.Tests {
 		for _, conn := range test.Connections() {
@@ -32,7 +25,7 @@ func TestEveryTestAndTransport(t *testing.T) {
 					cfg.Sizes = []int{2, 64, 4096}
 				}
 				cfg.Params = oob.Params{Test: test.Command()}
-				srv, cli := runPair(t, cfg)
+				srv, cli := pairtest.MustShm0(t, latency.Run, cfg)
 				check := func(side string, rs []reports.Result) {
 					if len(rs) != len(cfg.Sizes) {
 						t.Fatalf("%s: %d results, want %d", side, len(rs), len(cfg.Sizes))
@@ -76,7 +69,7 @@ func TestDurationMode(t *testing.T) {
 			cfg.Margin = 100 * time.Millisecond
 			cfg.Params = oob.Params{Test: test.Command()}
 			begin := time.Now()
-			srv, cli := runPair(t, cfg)
+			srv, cli := pairtest.MustShm0(t, latency.Run, cfg)
 			if took := time.Since(begin); took < cfg.Duration {
 				t.Errorf("the run took %v, less than the duration %v", took, cfg.Duration)
 			}
@@ -87,8 +80,8 @@ func TestDurationMode(t *testing.T) {
 			if r.Mode != reports.ModeDuration || r.Iterations < 2 || r.Samples != r.Iterations-1 || r.TPSAverage <= 0 {
 				t.Errorf("client: mode %s, iterations %d, samples %d, tps %v", r.Mode, r.Iterations, r.Samples, r.TPSAverage)
 			}
-			// The window starts at the first post after the warm-up margin
-			// and ends where the cool-down margin begins: it is at most
+			// The window starts where the warm-up margin ends and ends
+			// where the cool-down margin begins: it is at most
 			// Duration-2×Margin long, and it holds every sample, each the
 			// time between two posts inside it.
 			window := cfg.Duration - 2*cfg.Margin
@@ -112,7 +105,7 @@ func TestWarmupIsNotRecorded(t *testing.T) {
 	cfg := latency.Default(latency.Write)
 	cfg.Iterations = 20
 	cfg.Warmup = 30
-	_, cli := runPair(t, cfg)
+	_, cli := pairtest.MustShm0(t, latency.Run, cfg)
 	if cli[0].Samples != 19 || cli[0].Iterations != 20 {
 		t.Errorf("samples %d iterations %d, want 19 and 20", cli[0].Samples, cli[0].Iterations)
 	}

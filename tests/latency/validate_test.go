@@ -33,6 +33,7 @@ func TestValidate(t *testing.T) {
 						cfg.AtomicOp = op
 						cfg.Inline = test.DefaultInline(conn)
 						cfg.Validate = true
+						cfg.QPTimeout = pairtest.QPTimeout
 						if test != latency.Atomic {
 							cfg.Sizes = []int{1, 2, 13, 300, 4096, 9000}
 							if conn == verbsio.QPTypeUD {

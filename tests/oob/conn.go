@@ -51,6 +51,13 @@ type Options struct {
 	// SourceAddr, if set, is the local IP address Dial binds to
 	// (perftest's --bind_source_ip).
 	SourceAddr string
+	// RDMACM says that the connection is perftest's rdma_cm channel (-R):
+	// an RC QP connected through rdma_cm whose SENDs carry the messages
+	// (NewConn over such a transport). The key message is then perftest's
+	// binary struct pingpong_dest (BinaryKeySize bytes, or
+	// BinaryKeySizeTail for peers of 6.29 and newer) instead of the text
+	// form, and Finish writes no "done".
+	RDMACM bool
 }
 
 func (o Options) withDefaults() Options {
@@ -244,6 +251,22 @@ type Conn struct {
 func newConn(nc net.Conn, server bool, opts Options) *Conn {
 	return &Conn{nc: nc, server: server, opts: opts}
 }
+
+// NewConn returns a Conn over a transport of the caller's: each Write of
+// nc must carry one message as perftest sends it (one SEND on the rdma_cm
+// channel; Options.RDMACM) and Read must return the peer's bytes in order.
+// server says which side reads first in every exchange. Dial and Listen
+// give Conns over TCP.
+func NewConn(nc net.Conn, server bool, opts Options) (*Conn, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	return newConn(nc, server, opts), nil
+}
+
+// NetConn returns the transport the Conn runs over.
+func (c *Conn) NetConn() net.Conn { return c.nc }
 
 // IsServer reports whether c is the accepting side. The client writes first
 // in every exchange, the server reads first.

@@ -18,7 +18,11 @@ import (
 // exchanged is remembered for Barrier and Finish, as perftest uses
 // my_dest[0] for those.
 func (c *Conn) ExchangeKeys(ctx context.Context, local Dest) (Dest, error) {
-	return c.exchangeKey(ctx, "key exchange", local, c.opts.IOTimeout)
+	remote, err := c.exchangeKey(ctx, "key exchange", local, c.opts.IOTimeout)
+	if err == nil && !c.haveBarrier {
+		c.barrier, c.haveBarrier = local, true
+	}
+	return remote, err
 }
 
 // Barrier is a key exchange of the first Dest given to ExchangeKeys, used
@@ -72,8 +76,8 @@ func (c *Conn) FinishWait(ctx context.Context, wait time.Duration, done bool) er
 	}
 	_, err := c.exchangeKey(ctx, "close handshake", c.barrier, wait)
 	c.finished = true
-	if err != nil || !done {
-		return err
+	if err != nil || !done || c.opts.RDMACM {
+		return err // ctx_close_connection writes no "done" on the rdma_cm channel
 	}
 	d := min(c.opts.IOTimeout, drainTimeout)
 	c.nc.SetDeadline(time.Now().Add(d))
@@ -109,12 +113,27 @@ func (c *Conn) AwaitClose(ctx context.Context, wait time.Duration) error {
 	return err
 }
 
+// Sync is a key exchange that only synchronises the two sides: perftest's
+// create_rdma_cm_connection() does one before and one after connecting
+// the test's QPs through rdma_cm, sending its still empty my_dest[0]. It
+// sends an empty Dest and does not make it the Dest of later barriers.
+func (c *Conn) Sync(ctx context.Context, step string, wait time.Duration) error {
+	if wait <= 0 {
+		wait = c.opts.IOTimeout
+	}
+	_, err := c.exchangeKey(ctx, step, Dest{HasGID: true}, wait)
+	return err
+}
+
 func (c *Conn) exchangeKey(ctx context.Context, step string, local Dest, wait time.Duration) (Dest, error) {
 	if !c.handshook {
 		return Dest{}, fmt.Errorf("%s: call Handshake first", step)
 	}
 	if c.finished {
 		return Dest{}, fmt.Errorf("%s: the connection is already finished", step)
+	}
+	if c.opts.RDMACM {
+		return c.exchangeBinaryKey(ctx, step, local, wait)
 	}
 	var obuf, ibuf [KeySizeGID]byte
 	out := AppendKey(obuf[:0], local)
@@ -142,9 +161,6 @@ func (c *Conn) exchangeKey(ctx context.Context, step string, local Dest, wait ti
 		})
 	if err != nil {
 		return Dest{}, err
-	}
-	if !c.haveBarrier {
-		c.barrier, c.haveBarrier = local, true
 	}
 	return remote, nil
 }

@@ -53,8 +53,27 @@ func TestTests(t *testing.T) {
 			t.Errorf("%s: Default %+v: %v", x, d, d.Check())
 		}
 	}
-	if Test(8).Valid() || Test(8).String() != "Test(8)" || Family(7).String() != "Family(7)" {
+	if Test(12).Valid() || Test(12).String() != "Test(12)" || Family(7).String() != "Family(7)" {
 		t.Error("out of the table")
+	}
+	// The raw tests: family Raw, RAW_PACKET, perftest's raw names, and not
+	// among Tests (the families of perftest's exchange).
+	for _, c := range []struct {
+		test          Test
+		name, command string
+		tx            int
+	}{{RawBW, "raw_ethernet_bw", "raw-bw", 128}, {RawLat, "raw_ethernet_lat", "raw-lat", 1}, {FSRate, "raw_ethernet_fs_rate", "fs-rate", 1},
+		{RawBurstLat, "raw_ethernet_burst_lat", "raw-burst-lat", 128}} {
+		x := c.test
+		if x.Name() != c.name || x.Command() != c.command || x.Family() != Raw || x.Family().String() != "raw" ||
+			x.DefaultSize() != MinRawSize || x.DefaultTxDepth() != c.tx || len(x.Connections()) != 1 || x.Connections()[0] != verbsio.QPTypeRawPacket {
+			t.Errorf("%s: %s %s %s size %d tx %d over %v", x, x.Name(), x.Command(), x.Family(), x.DefaultSize(), x.DefaultTxDepth(), x.Connections())
+		}
+		for _, y := range Tests {
+			if y == x {
+				t.Errorf("%s is among Tests", x)
+			}
+		}
 	}
 	if SendLat.RTTFactor() != reports.RTTFactorRoundTrip || ReadLat.RTTFactor() != reports.RTTFactorOneSided {
 		t.Error("rtt factors")

@@ -57,10 +57,12 @@ func (s *Session) Sequence() (oob.Sequence, bool) {
 }
 
 // planScript chooses the peer's sequence after the handshake: only for a
-// perftest peer (not rperf) of a test perftest has.
+// perftest peer (not rperf) of a test perftest has, without -R.
 func (s *Session) planScript() error {
 	sp := &s.Spec
-	if s.Peer.Rperf || sp.Program == "" {
+	if s.Peer.Rperf || sp.Program == "" || s.cm != nil {
+		// Between rperfs, rperf's own; over rdma_cm (-R), perftest's
+		// -R sequence (connectCM and the generic steps).
 		return nil
 	}
 	o := oob.SequenceOptions{

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/rperf/rperf/tests/oob"
+	"github.com/rperf/rperf/tests/rdmacm"
 	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/verbsio"
+	"github.com/rperf/rperf/verbsio/cm"
 )
 
 // AtomicSize is the size of every atomic operation.
@@ -98,7 +100,14 @@ type Spec struct {
 	Sizes            []int
 	All              bool
 	Duplex, Duration bool
+	// PeerSends says that the server sends to the client too (latency
+	// tests, bidirectional bandwidth): with -R over UD, perftest's client
+	// then tells the server its QP number in a message of its own.
+	PeerSends bool
 }
+
+// minRNRTimer is perftest's MIN_RNR_TIMER (0.64 ms).
+const minRNRTimer = 12
 
 // AutoGID as Spec.GIDIndex picks the GID perftest would.
 const AutoGID = -1
@@ -192,8 +201,13 @@ type Session struct {
 
 	ahs      []*verbsio.AH
 	outReads int
-	probeWR  [1]verbsio.SendWR
-	wcs      [1]verbsio.WC // send CQ scratch (probes)
+	// cm is the rdma_cm channel the session runs over (-R): the test QPs
+	// are created and connected by rdma_cm and belong to it.
+	cm *rdmacm.Channel
+	// Layout of the buffer: each QP's send and receive regions.
+	sendBytes, recvBytes, sendSlots, recvSlots int
+	probeWR                                    [1]verbsio.SendWR
+	wcs                                        [1]verbsio.WC // send CQ scratch (probes)
 
 	// A liveness probe is outstanding (see Waiter); the next may go at
 	// nextProbe.
@@ -213,6 +227,7 @@ func (e *SetupError) Unwrap() error { return e.Err }
 // closed.
 func Open(ctx context.Context, dev *verbsio.Context, conn *oob.Conn, spec Spec) (*Session, error) {
 	s := &Session{Dev: dev, Conn: conn, Spec: spec, Server: conn.IsServer()}
+	s.cm, _ = conn.NetConn().(*rdmacm.Channel)
 	if err := s.open(ctx); err != nil {
 		s.Close(ctx, false)
 		return nil, err
@@ -274,9 +289,14 @@ func (s *Session) open(ctx context.Context) error {
 		return &SetupError{Err: err}
 	}
 
-	// 2. Resources.
+	// 2. Resources; with -R the QPs come from rdma_cm, between two syncs.
 	if err := s.createResources(); err != nil {
 		return &SetupError{Err: err}
+	}
+	if s.cm != nil {
+		if err := s.connectCM(ctx); err != nil {
+			return &SetupError{Err: err}
+		}
 	}
 
 	// 3. Keys, one exchange per QP.
@@ -378,32 +398,87 @@ func (s *Session) createResources() error {
 		return err
 	}
 
+	s.sendBytes, s.recvBytes, s.sendSlots, s.recvSlots = sendBytes, recvBytes, sendSlots, recvSlots
+	if s.cm != nil {
+		return nil // connectCM creates the QPs
+	}
+	for i := 0; i < sp.QPs; i++ {
+		qp, err := s.PD.CreateQP(s.qpInitAttr(i))
+		if err != nil {
+			return fmt.Errorf("create %s QP %d of %d on %s: %w", sp.Type, i+1, sp.QPs, name, err)
+		}
+		s.addQP(qp)
+	}
+	return nil
+}
+
+// qpInitAttr is how test QP i is created.
+func (s *Session) qpInitAttr(int) verbsio.QPInitAttr {
+	sp := &s.Spec
 	recvWR := 1
 	if sp.Verb == Send {
 		recvWR = sp.RxDepth
 	}
-	for i := 0; i < sp.QPs; i++ {
-		qp, err := s.PD.CreateQP(verbsio.QPInitAttr{
-			Type: sp.Type, SendCQ: s.SendCQ, RecvCQ: s.RecvCQ,
-			Cap:       verbsio.QPCap{MaxSendWR: sp.TxDepth + 1, MaxRecvWR: recvWR, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: sp.Inline},
-			Segmenter: sp.Path.QPSegmenter(sp.Segmenter),
-		})
-		if err != nil {
-			return fmt.Errorf("create %s QP %d of %d on %s: %w", sp.Type, i+1, sp.QPs, name, err)
+	return verbsio.QPInitAttr{
+		Type: sp.Type, SendCQ: s.SendCQ, RecvCQ: s.RecvCQ,
+		Cap:       verbsio.QPCap{MaxSendWR: sp.TxDepth + 1, MaxRecvWR: recvWR, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: sp.Inline},
+		Segmenter: sp.Path.QPSegmenter(sp.Segmenter),
+	}
+}
+
+// regionOff is the offset of QP i's send region; its receive region
+// follows.
+func (s *Session) regionOff(i int) int { return i * (s.sendBytes + s.recvBytes) }
+
+// addQP adds the next test QP with its regions.
+func (s *Session) addQP(qp *verbsio.QP) {
+	i := len(s.QPs)
+	off := s.regionOff(i)
+	q := &QP{QP: qp, Index: i, SendOff: off, RecvOff: off + s.sendBytes,
+		mr: s.MR, stride: s.Region, sendSlots: s.sendSlots, recvSlots: s.recvSlots}
+	q.sge[0] = s.MR.SGE(q.RecvOff, s.Region)
+	for j := range q.recv {
+		q.recv[j] = verbsio.RecvWR{ID: uint64(i), SGL: q.sge[:]}
+		if s.recvSlots > 1 {
+			q.recv[j].SGL = q.rsges[j : j+1]
 		}
-		off := i * (sendBytes + recvBytes)
-		q := &QP{QP: qp, Index: i, SendOff: off, RecvOff: off + sendBytes,
-			mr: s.MR, stride: s.Region, sendSlots: sendSlots, recvSlots: recvSlots}
-		q.sge[0] = s.MR.SGE(q.RecvOff, s.Region)
-		for j := range q.recv {
-			q.recv[j] = verbsio.RecvWR{ID: uint64(i), SGL: q.sge[:]}
-			if recvSlots > 1 {
-				q.recv[j].SGL = q.rsges[j : j+1]
+	}
+	s.QPs = append(s.QPs, q)
+}
+
+// connectCM creates and connects the test QPs through rdma_cm (-R), as
+// perftest's create_rdma_cm_connection does: an empty key exchange, the
+// connections, another empty key exchange.
+func (s *Session) connectCM(ctx context.Context) error {
+	sp := &s.Spec
+	if err := s.Serve(func() error { return s.Conn.Sync(ctx, "sync before the rdma_cm connection of the test QPs", 0) }); err != nil {
+		return err
+	}
+	var reads uint8
+	if sp.Verb == Read || sp.Verb == Atomic {
+		reads = uint8(s.outReads)
+	}
+	dqs, err := s.cm.ConnectQPs(ctx, rdmacm.QPSpec{
+		N: sp.QPs, Type: sp.Type, PD: s.PD, Attr: s.qpInitAttr, Reads: reads,
+		UDQPNMessage: sp.PeerSends,
+		Scratch:      func(i int) verbsio.SGE { return s.MR.SGE(s.regionOff(i)+s.sendBytes, rdmacm.UDQPNMessageSize) },
+	})
+	if err != nil {
+		return err
+	}
+	for _, d := range dqs {
+		// The CM's RTR leaves the minimum RNR timer at 0, which means
+		// 655 ms: a sender that outruns this side's reposts would stall
+		// that long. perftest's server sets 12 (0.64 ms) after accepting;
+		// both sides do here, as over TCP.
+		if sp.Type == verbsio.QPTypeRC {
+			if err := d.QP.Modify(&verbsio.QPAttr{MinRNRTimer: minRNRTimer}, verbsio.QPAttrMinRNRTimer); err != nil {
+				return fmt.Errorf("set the minimum RNR timer of test QP %d: %w", len(s.QPs)+1, err)
 			}
 		}
-		s.QPs = append(s.QPs, q)
+		s.addQP(d.QP)
 	}
-	return nil
+	return s.Serve(func() error { return s.Conn.Sync(ctx, "sync after the rdma_cm connection of the test QPs", 0) })
 }
 
 func roundUp(n, to int) int { return (n + to - 1) / to * to }
@@ -505,7 +580,10 @@ func (s *Session) connect(q *QP, local, remote oob.Dest) error {
 	if s.DevAttr.AtomicCap != verbsio.AtomicNone {
 		opts.Access |= verbsio.AccessRemoteAtomic
 	}
-	if err := q.Connect(le, re, opts); err != nil {
+	var qkey uint32 = verbsio.DefaultQKey
+	if s.cm != nil {
+		qkey = cm.UDPQKey // rdma_cm moved the QP; UD QPs use its Q_Key
+	} else if err := q.Connect(le, re, opts); err != nil {
 		return fmt.Errorf("connect QP %d (%s) to the peer's QP %#x: %w", q.Index, sp.Type, remote.QPN, err)
 	}
 	q.Remote = verbsio.RemoteAddr{Addr: remote.VAddr, RKey: remote.RKey}
@@ -515,7 +593,7 @@ func (s *Session) connect(q *QP, local, remote oob.Dest) error {
 			return fmt.Errorf("create an address handle to the peer: %w", err)
 		}
 		s.ahs = append(s.ahs, ah)
-		q.UD = verbsio.UDAddr{AH: ah, RemoteQPN: remote.QPN, RemoteQKey: verbsio.DefaultQKey}
+		q.UD = verbsio.UDAddr{AH: ah, RemoteQPN: remote.QPN, RemoteQKey: qkey}
 	}
 	return nil
 }
@@ -656,8 +734,12 @@ func (s *Session) Close(ctx context.Context, ok bool) error {
 	for _, ah := range s.ahs {
 		errs = append(errs, ah.Destroy())
 	}
-	for _, q := range s.QPs {
-		errs = append(errs, q.Destroy())
+	if s.cm != nil {
+		errs = append(errs, s.cm.CloseQPs(ok))
+	} else {
+		for _, q := range s.QPs {
+			errs = append(errs, q.Destroy())
+		}
 	}
 	if s.RecvCQ != nil && s.RecvCQ != s.SendCQ {
 		errs = append(errs, s.RecvCQ.Destroy())

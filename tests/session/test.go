@@ -22,11 +22,15 @@ const (
 	// Bandwidth tests stream messages with many outstanding and report
 	// rates.
 	Bandwidth
+	// Raw tests send whole Ethernet frames on RAW_PACKET QPs (package
+	// tests/raw), configured from the command line on both sides: no
+	// out-of-band exchange, as perftest's raw_ethernet programs.
+	Raw
 )
 
-var familyNames = [...]string{"latency", "bandwidth"}
+var familyNames = [...]string{"latency", "bandwidth", "raw"}
 
-// String returns "latency" or "bandwidth".
+// String returns "latency", "bandwidth" or "raw".
 func (f Family) String() string {
 	if int(f) < len(familyNames) {
 		return familyNames[f]
@@ -96,10 +100,26 @@ const (
 	WriteBW
 	ReadBW
 	AtomicBW
+	// RawBW, RawLat, FSRate and RawBurstLat are perftest's
+	// raw_ethernet_bw, raw_ethernet_lat, raw_ethernet_fs_rate and
+	// raw_ethernet_burst_lat: family Raw, not in Tests.
+	RawBW
+	RawLat
+	FSRate
+	RawBurstLat
 )
 
-// Tests lists every test in order.
+// Tests lists every test of the connected families (Latency and
+// Bandwidth, over perftest's exchange) in order.
 var Tests = []Test{SendLat, WriteLat, ReadLat, AtomicLat, SendBW, WriteBW, ReadBW, AtomicBW}
+
+// RawTests lists the raw Ethernet tests (family Raw).
+var RawTests = []Test{RawBW, RawLat, RawBurstLat, FSRate}
+
+// Raw Ethernet frame sizes (perftest's raw tests: 64 bytes up to the MTU).
+const (
+	MinRawSize = 64
+)
 
 // Defaults shared by every test (perftest's).
 const (
@@ -120,14 +140,18 @@ type testInfo struct {
 }
 
 var tests = [...]testInfo{
-	SendLat:   {"send_lat", "send-lat", "Send Latency Test", Latency, Send, 2, 1000, 1},
-	WriteLat:  {"write_lat", "write-lat", "RDMA_Write Latency Test", Latency, Write, 2, 1000, 1},
-	ReadLat:   {"read_lat", "read-lat", "RDMA_Read Latency Test", Latency, Read, 2, 1000, 1},
-	AtomicLat: {"atomic_lat", "atomic-lat", "Atomic Latency Test", Latency, Atomic, AtomicSize, 1000, 1},
-	SendBW:    {"send_bw", "send-bw", "Send BW Test", Bandwidth, Send, 65536, 1000, 128},
-	WriteBW:   {"write_bw", "write-bw", "RDMA_Write BW Test", Bandwidth, Write, 65536, 5000, 128},
-	ReadBW:    {"read_bw", "read-bw", "RDMA_Read BW Test", Bandwidth, Read, 65536, 1000, 128},
-	AtomicBW:  {"atomic_bw", "atomic-bw", "Atomic BW Test", Bandwidth, Atomic, AtomicSize, 1000, 128},
+	SendLat:     {"send_lat", "send-lat", "Send Latency Test", Latency, Send, 2, 1000, 1},
+	WriteLat:    {"write_lat", "write-lat", "RDMA_Write Latency Test", Latency, Write, 2, 1000, 1},
+	ReadLat:     {"read_lat", "read-lat", "RDMA_Read Latency Test", Latency, Read, 2, 1000, 1},
+	AtomicLat:   {"atomic_lat", "atomic-lat", "Atomic Latency Test", Latency, Atomic, AtomicSize, 1000, 1},
+	SendBW:      {"send_bw", "send-bw", "Send BW Test", Bandwidth, Send, 65536, 1000, 128},
+	WriteBW:     {"write_bw", "write-bw", "RDMA_Write BW Test", Bandwidth, Write, 65536, 5000, 128},
+	ReadBW:      {"read_bw", "read-bw", "RDMA_Read BW Test", Bandwidth, Read, 65536, 1000, 128},
+	AtomicBW:    {"atomic_bw", "atomic-bw", "Atomic BW Test", Bandwidth, Atomic, AtomicSize, 1000, 128},
+	RawBW:       {"raw_ethernet_bw", "raw-bw", "Raw Ethernet BW Test", Raw, Send, MinRawSize, 1000, 128},
+	RawLat:      {"raw_ethernet_lat", "raw-lat", "Raw Ethernet Latency Test", Raw, Send, MinRawSize, 1000, 1},
+	RawBurstLat: {"raw_ethernet_burst_lat", "raw-burst-lat", "Raw Ethernet Burst Latency Test", Raw, Send, MinRawSize, 1000, 128},
+	FSRate:      {"raw_ethernet_fs_rate", "fs-rate", "Raw Ethernet Flow Steering Rate Test", Raw, Send, MinRawSize, 1000, 1},
 }
 
 // Valid reports whether t is one of Tests.
@@ -167,8 +191,14 @@ func (t Test) Family() Family { return tests[t].family }
 // Verb is the operation the test measures.
 func (t Test) Verb() Verb { return tests[t].verb }
 
-// Connections lists the transports the test runs over (Verb.Connections).
-func (t Test) Connections() []verbsio.QPType { return tests[t].verb.Connections() }
+// Connections lists the transports the test runs over (Verb.Connections;
+// RAW_PACKET for family Raw).
+func (t Test) Connections() []verbsio.QPType {
+	if tests[t].family == Raw {
+		return []verbsio.QPType{verbsio.QPTypeRawPacket}
+	}
+	return tests[t].verb.Connections()
+}
 
 // Passive reports whether the test's server only serves the client's
 // operations and measures nothing: read_lat and atomic_lat, and the

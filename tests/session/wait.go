@@ -291,6 +291,16 @@ func (p *Phases) Sampling(now int64) bool { return now >= p.SampleAt && now < p.
 // Ended reports whether the run is over at now.
 func (p *Phases) Ended(now int64) bool { return now >= p.EndAt }
 
+// WindowStart returns where the sample window began for a loop that took
+// a reading inside it: SampleAt, as perftest stamps the window's start
+// when its alarm fires, whatever the loop was doing. A loop that the
+// machine kept off its CPU across SampleAt counts, at its first reading,
+// what completed meanwhile; the window includes the time that took (a
+// window started at that reading instead was short by the stall, 50 to
+// 220 ms of a 400 ms window on a loaded two-CPU machine, with the
+// messages of the stall in it).
+func (p *Phases) WindowStart() int64 { return p.SampleAt }
+
 // WindowEnd returns where the sample window ended for a loop that stopped
 // at now: StopAt if the loop got that far (as perftest stamps the window's
 // end when its alarm fires, whatever the loop was doing), else last, the

@@ -70,6 +70,21 @@ func newSide(t *testing.T, lb *Loopback, o Options) *side {
 	return s
 }
 
+// moveQP moves qp through states with id's attributes (InitQPAttr), as
+// an application that moves its own QP does.
+func moveQP(t *testing.T, id *ID, qp *verbsio.QP, states ...verbsio.QPState) {
+	t.Helper()
+	for _, s := range states {
+		a, m, err := id.InitQPAttr(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := qp.Modify(&a, m); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
 func (s *side) event(t *testing.T, want EventType) *Event {
 	t.Helper()
 	e, err := s.ch.GetEvent(wait)
@@ -379,13 +394,7 @@ func TestDeferredEstablish(t *testing.T) {
 	if err := id.Connect(&ConnParam{QPNum: cqp.QPN(), RetryCount: 7, RNRRetryCount: 7}); err != nil {
 		t.Fatal(err)
 	}
-	a, m, err := id.InitQPAttr(verbsio.QPStateInit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cqp.Modify(&a, m); err != nil {
-		t.Fatal(err)
-	}
+	moveQP(t, id, cqp, verbsio.QPStateInit)
 	req := srv.event(t, EventConnectRequest)
 	if req.Conn.QPNum != cqp.QPN() {
 		t.Errorf("the REQ names QP %#x, not %#x", req.Conn.QPNum, cqp.QPN())
@@ -406,15 +415,7 @@ func TestDeferredEstablish(t *testing.T) {
 	if n := rtus.Load(); n != 0 {
 		t.Fatalf("%d RTUs before Establish", n)
 	}
-	for _, s := range []verbsio.QPState{verbsio.QPStateRTR, verbsio.QPStateRTS} {
-		a, m, err := id.InitQPAttr(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cqp.Modify(&a, m); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	moveQP(t, id, cqp, verbsio.QPStateRTR, verbsio.QPStateRTS)
 	if err := id.Establish(); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package cm
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -84,6 +85,9 @@ type Device struct {
 	closed   bool
 	ids      map[*ID]struct{}
 	txErrors uint64
+	commEst  uint64 // connections COMM_EST established before their RTU
+
+	asyncStop func() // ends the COMM_EST subscription
 	// listens are the CM's listening IDs per service ID, shared by the
 	// rdma_cm listeners on it (ib_cm_insert_listen), with their count.
 	listens map[uint64]*ibcmListen
@@ -165,10 +169,13 @@ func Open(ctx *verbsio.Context, o Options) (*Device, error) {
 		wake: make(chan struct{}, 1), done: make(chan struct{}), exited: make(chan struct{}), ids: map[*ID]struct{}{},
 		listens: map[uint64]*ibcmListen{}}
 	if d.mp == nil {
-		if d.mp, err = ctx.OpenMADPort(o.Port); err != nil {
+		if d.mp, err = defaultMADPort(ctx, o.Port, gids); err != nil {
 			return nil, err
 		}
 		d.owned = true
+		if ctx.Device.Fabric == "shm" && len(d.opts.Addrs) == 0 {
+			d.opts.Addrs = loopbackAddrs
+		}
 	}
 	var seed [8]byte
 	_, _ = rand.Read(seed[:])
@@ -190,8 +197,56 @@ func Open(ctx *verbsio.Context, o Options) (*Device, error) {
 	}
 	mu.Unlock()
 	d.mp.SetMADHandler(d.receive)
+	// COMM_EST: the passive side's QP heard from its peer (the engine's
+	// asynchronous events; providers without them rely on the RTU).
+	d.asyncStop, _ = ctx.SubscribeAsyncEvents(d.asyncEvent)
 	go d.loop()
 	return d, nil
+}
+
+// loopbackAddrs are the addresses a shm device answers for by default.
+var loopbackAddrs = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
+
+// defaultMADPort is the port's QP1 (the udp fabric's, a kernel device's
+// through its provider) or, for the shared-memory fabric, which has no
+// wire, a UnixMADPort on its GIDs: connections between processes of the
+// host, addressed by the loopback addresses.
+func defaultMADPort(ctx *verbsio.Context, port uint8, gids []verbsio.GIDEntry) (verbsio.MADPort, error) {
+	mp, err := ctx.OpenMADPort(port)
+	if err == nil || !errors.Is(err, unix.EOPNOTSUPP) || ctx.Device.Fabric != "shm" {
+		return mp, err
+	}
+	gs := make([]verbsio.GID, 0, len(gids))
+	for _, e := range gids {
+		gs = append(gs, e.GID)
+	}
+	return NewUnixMADPort(gs...)
+}
+
+// asyncEvent takes the context's asynchronous events: COMM_EST on the QP
+// of a passive connection whose RTU has not come establishes it
+// (rdma_notify with IB_EVENT_COMM_EST, done by the CM itself).
+func (d *Device) asyncEvent(e verbsio.AsyncEvent) {
+	if e.Type != verbsio.EventCommEst {
+		return
+	}
+	now := time.Now()
+	mu.Lock()
+	if d.closed {
+		mu.Unlock()
+		return
+	}
+	for id := range d.ids {
+		if id.listen != nil && id.cmID != nil && id.qpNum == e.QPN && id.state == stateConnect && !id.destroyed {
+			if d.cm.Establish(now, id.cmID) == nil {
+				d.commEst++
+			}
+			break
+		}
+	}
+	out := d.collect(now)
+	mu.Unlock()
+	d.after(out)
 }
 
 // Context returns the verbs context the device manages.
@@ -239,13 +294,16 @@ type Counters struct {
 	ibcm.Counters
 	// TxErrors counts MADs the transport refused to send.
 	TxErrors uint64
+	// CommEst counts passive connections established by the QP's
+	// COMM_EST (its first packet) before the RTU came.
+	CommEst uint64
 }
 
 // Counters returns the device's message counters.
 func (d *Device) Counters() Counters {
 	mu.Lock()
 	defer mu.Unlock()
-	return Counters{Counters: d.cm.Counters(), TxErrors: d.txErrors}
+	return Counters{Counters: d.cm.Counters(), TxErrors: d.txErrors, CommEst: d.commEst}
 }
 
 // Close stops the device: its identifiers are destroyed (connections are
@@ -265,6 +323,9 @@ func (d *Device) Close() error {
 	devices = slices.DeleteFunc(devices, func(x *Device) bool { return x == d })
 	mu.Unlock()
 	d.send(out)
+	if d.asyncStop != nil {
+		d.asyncStop()
+	}
 	d.mp.SetMADHandler(nil)
 	close(d.done)
 	<-d.exited

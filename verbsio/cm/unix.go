@@ -174,10 +174,51 @@ func (p *UnixMADPort) SendMAD(from verbsio.GID, to verbsio.MADAddr, b []byte) er
 		}
 	}
 	if _, err := c.WriteToUnix(b, &net.UnixAddr{Name: name, Net: "unixgram"}); err != nil {
-		// Nobody there, or its queue is full: lost, as on a wire.
+		// Nobody there, or its queue is full: lost, as on a wire. A
+		// request to a loopback service nobody listens on is refused, as
+		// the kernel refuses it (REJ 8, SIDR_REP "unsupported").
 		p.drop()
+		if isLoopbackGID(to.GID) && (errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, unix.ENOENT)) {
+			if refusal := refuse(b); refusal != nil {
+				go p.deliver(from, verbsio.MADAddr{GID: to.GID}, refusal)
+			}
+		}
 	}
 	return nil
+}
+
+// refuse returns the answer of a CM with no listener to req, a REQ or
+// SIDR_REQ: Linux's REJ reason 8 from communication ID 0, or its SIDR_REP
+// "service ID not supported"; nil if req does not decode.
+func refuse(req []byte) []byte {
+	m, err := mad.Decode(req)
+	if err != nil {
+		return nil
+	}
+	out := mad.MAD{Header: mad.CMHeader(mad.AttrREJ, m.TID)}
+	switch r := m.Msg.(type) {
+	case *mad.REQ:
+		out.Msg = &mad.REJ{RemoteCommID: r.LocalCommID, MessageRejected: mad.MsgREQ, Reason: mad.RejInvalidServiceID}
+	case *mad.SIDRREQ:
+		out.Header.AttrID = mad.AttrSIDRREP
+		out.Msg = &mad.SIDRREP{RequestID: r.RequestID, Status: mad.SIDRUnsupported, ServiceID: r.ServiceID}
+	default:
+		return nil
+	}
+	b, err := mad.Append(nil, &out)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// deliver hands b to the handler as a MAD from from to to.
+func (p *UnixMADPort) deliver(to verbsio.GID, from verbsio.MADAddr, b []byte) {
+	p.hmu.Lock()
+	defer p.hmu.Unlock()
+	if p.handler != nil {
+		p.handler(to, from, b)
+	}
 }
 
 // SetMADHandler installs the receive handler.

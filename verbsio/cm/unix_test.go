@@ -113,12 +113,44 @@ func TestUnixMADPort(t *testing.T) {
 	_ = id2.Destroy()
 }
 
-// TestUnixCrossProcess: the server is another process (this test binary
-// run again as the child below); the client reaches it by [::1]:port.
-func TestUnixCrossProcess(t *testing.T) {
+// TestCrossProcess: the server is another process (this test binary run
+// again as cmChild); the client reaches it by address and port only: on
+// shm0 [::1]:port over Unix sockets, on udp_lo 127.0.0.1:port over the
+// engines' QP1s, each engine on a UDP port of its own (the client's CM
+// told the server's, the server learning the client's from its MADs).
+func TestCrossProcess(t *testing.T) {
+	for _, fabric := range []string{"shm", "udp_lo"} {
+		t.Run(fabric, func(t *testing.T) { crossProcess(t, fabric) })
+	}
+}
+
+func crossProcess(t *testing.T, fabric string) {
 	port := 7600 + os.Getpid()%300
+	env := []string{"RPERF_CM_CHILD=" + strconv.Itoa(port)}
+	var cli *side
+	dst := netip.AddrPortFrom(netip.IPv6Loopback(), uint16(port))
+	if fabric == "udp_lo" {
+		udpPort := freeUDPPort(t)
+		env = append(env, "RPERF_CM_CHILD_UDP="+strconv.Itoa(int(udpPort)))
+		ctx, _ := udpContext(t)
+		dev, err := Open(ctx, Options{PeerMADPort: func(netip.Addr) uint16 { return udpPort }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pd, _ := ctx.AllocPD()
+		cq, _ := ctx.CreateCQ(64)
+		cli = &side{ctx: ctx, dev: dev, addr: lo4, pd: pd, cq: cq, ch: NewEventChannel()}
+		t.Cleanup(func() {
+			cli.ch.Close()
+			_ = dev.Close()
+			_ = ctx.Close()
+		})
+		dst = netip.AddrPortFrom(lo4, uint16(port))
+	} else {
+		cli = unixSide(t)
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "RPERF_CM_CHILD="+strconv.Itoa(port))
+	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -133,8 +165,6 @@ func TestUnixCrossProcess(t *testing.T) {
 			t.Logf("child output:\n%s", out.String())
 		}
 	}()
-	cli := unixSide(t)
-	dst := netip.AddrPortFrom(netip.IPv6Loopback(), uint16(port))
 	var id *ID
 	// The child needs a moment to listen: retry while rejected or lost.
 	for try := 0; ; try++ {
@@ -180,7 +210,8 @@ func TestUnixCrossProcess(t *testing.T) {
 func TestMain(m *testing.M) {
 	if env := os.Getenv("RPERF_CM_CHILD"); env != "" {
 		port, _ := strconv.Atoi(env)
-		if err := unixChild(uint16(port)); err != nil {
+		udpPort, _ := strconv.Atoi(os.Getenv("RPERF_CM_CHILD_UDP"))
+		if err := cmChild(uint16(port), udpPort); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			os.Exit(1)
 		}
@@ -189,24 +220,22 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// unixChild accepts one connection on [::1]:port, receives a message,
-// disconnects.
-func unixChild(port uint16) error {
-	ctx, err := verbsio.Open("shm0")
+// cmChild accepts one connection on [::1]:port of shm0 or, with udpPort,
+// on 127.0.0.1:port of udp_lo on that UDP port, with the CM's defaults,
+// receives a message, disconnects.
+func cmChild(port uint16, udpPort int) error {
+	name, o, laddr := "shm0", verbsio.OpenOptions{}, netip.IPv6Loopback()
+	if udpPort != 0 {
+		name, o.UDPPort, laddr = "udp_lo", udpPort, netip.MustParseAddr("127.0.0.1")
+	}
+	ctx, err := verbsio.OpenWith(name, o)
 	if err != nil {
 		return err
 	}
 	defer ctx.Close()
-	gids, err := ctx.QueryGIDTable(1)
-	if err != nil {
-		return err
-	}
-	mp, err := NewUnixMADPort(gids[0].GID)
-	if err != nil {
-		return err
-	}
-	defer mp.Close()
-	dev, err := Open(ctx, Options{MADPort: mp, Addrs: []netip.Addr{netip.IPv6Loopback()}})
+	// The defaults: shm0's CM on a UnixMADPort answering for the loopback
+	// addresses, udp_lo's on the engine's QP1.
+	dev, err := Open(ctx, Options{})
 	if err != nil {
 		return err
 	}
@@ -223,7 +252,7 @@ func unixChild(port uint16) error {
 		return e, nil
 	}
 	l, _ := ch.CreateID(nil, PortSpaceTCP, verbsio.QPTypeRC)
-	if err := l.BindAddr(netip.AddrPortFrom(netip.IPv6Loopback(), port)); err != nil {
+	if err := l.BindAddr(netip.AddrPortFrom(laddr, port)); err != nil {
 		return err
 	}
 	if err := l.Listen(1); err != nil {
@@ -270,4 +299,38 @@ func unixChild(port uint16) error {
 	}
 	_, err = next(EventDisconnected)
 	return err
+}
+
+// TestUnixRefused: a request to a loopback port nobody listens on is
+// refused as the kernel refuses it: REJECTED with reason 8 for RC,
+// UNREACHABLE with SIDR status 1 ("service ID not supported") for UD, at
+// once, not after the CM's retries.
+func TestUnixRefused(t *testing.T) {
+	tests := []struct {
+		name   string
+		ps     PortSpace
+		qpType verbsio.QPType
+		want   EventType
+		status int
+	}{
+		{"RC", PortSpaceTCP, verbsio.QPTypeRC, EventRejected, 8},
+		{"UD", PortSpaceUDP, verbsio.QPTypeUD, EventUnreachable, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cli := unixSide(t)
+			id := cli.resolve(t, tt.ps, tt.qpType, netip.AddrPortFrom(netip.IPv6Loopback(), 7599))
+			if _, err := id.CreateQP(cli.pd, cli.qp(t, tt.qpType)); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			if err := id.Connect(&ConnParam{RetryCount: 7, RNRRetryCount: 7}); err != nil {
+				t.Fatal(err)
+			}
+			e := cli.event(t, tt.want)
+			if e.Status != tt.status || time.Since(start) > time.Second {
+				t.Fatalf("%s status %d after %v, want status %d at once", e.Type, e.Status, time.Since(start), tt.status)
+			}
+		})
+	}
 }

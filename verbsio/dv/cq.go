@@ -20,6 +20,7 @@ const (
 	CQOverrunOff = 136 // completions dropped because the ring was full
 	CQLostOff    = 140 // completions lost because their producer died while writing them
 	CQDepthOff   = 144 // slots
+	CQFlagsOff   = 148 // the ring's options: CQFlagTimestamp
 	CQDBRecOff   = 192 // the doorbell record: the application's consumer index
 )
 
@@ -46,11 +47,17 @@ type CQE struct {
 	Status    uint8 // verbsio.Status
 	Opcode    uint8 // verbsio.WCOpcode
 	Flags     uint8 // verbsio.WCFlags
-	_         [5]byte
+	_         uint8
+	FlowTag   uint32 // verbsio.WC.FlowTag
+	Timestamp uint64 // verbsio.WC.Timestamp: ns of CLOCK_REALTIME when the CQ was created with a timestamp flag, else 0
 }
 
 // CQEStructSize is the size of CQE.
-const CQEStructSize = 40
+const CQEStructSize = 48
+
+// CQFlagTimestamp in the header word at CQFlagsOff says the engine stamps
+// every entry (a CQ created with verbsio.WCExCompletionTimestamp).
+const CQFlagTimestamp = 1 << 0
 
 func init() {
 	if unsafe.Sizeof(CQE{}) != CQEStructSize || CQEOffset+CQEStructSize > CQSlotSize {
@@ -70,6 +77,8 @@ func (e *CQE) WC(wc *verbsio.WC) {
 		QPN:       e.QPN,
 		SrcQP:     e.SrcQP,
 		Flags:     verbsio.WCFlags(e.Flags),
+		FlowTag:   e.FlowTag,
+		Timestamp: e.Timestamp,
 	}
 }
 

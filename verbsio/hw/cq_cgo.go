@@ -32,6 +32,15 @@ type hwCQ struct {
 
 	mem unsafe.Pointer // C array of len(wcs) struct ibv_wc
 	wcs []cWC          // Poll's scratch, in mem
+
+	// An extended CQ (CreateCQEx: ibv_create_cq_ex) is polled through
+	// ex with the fields wcFlags names; its completion timestamps and
+	// flow tags land in ts and tags (C arrays beside wcs, same indices).
+	ex      *C.struct_ibv_cq_ex
+	wcFlags C.uint64_t
+	exMem   unsafe.Pointer
+	ts      []C.uint64_t
+	tags    []C.uint32_t
 	// wcs[head:tail] are completions already taken out of the CQ and not
 	// yet returned: the one Wait found, or those a post on a QP of this
 	// CQ polled in its crossing (hwQP.PostSend). Poll returns them first.
@@ -58,13 +67,29 @@ func (c *hwContext) CreateCQ(attr verbsio.CQInitAttr) (verbsio.CQImpl, error) {
 		C.ibv_destroy_comp_channel(ch)
 		return nil, verbsio.Errorf("create_comp_channel", errnoOf(err, unix.EINVAL), "set the channel fd non-blocking")
 	}
-	cq, err := C.ibv_create_cq(c.ctx, C.int(attr.CQE), nil, ch, 0)
-	if cq == nil {
+	var cq *C.struct_ibv_cq
+	var cqx *C.struct_ibv_cq_ex
+	if attr.WCFlags != 0 {
+		// ibv_create_cq_ex: a device that cannot give a field asked for
+		// refuses the CQ (EOPNOTSUPP), as verbs has it.
+		cqx, err = C.rperf_create_cq_ex(c.ctx, C.int(attr.CQE), ch, C.uint64_t(attr.WCFlags))
+		if cqx == nil {
+			C.ibv_destroy_comp_channel(ch)
+			return nil, verbsio.Errorf("create_cq_ex", errnoOf(err, unix.EOPNOTSUPP), "%d entries with wc_flags %s (the device's completion_timestamp_mask and hca_core_clock say whether it stamps; rdiag info)", attr.CQE, attr.WCFlags)
+		}
+		cq = C.rperf_cq_ex_to_cq(cqx)
+	} else if cq, err = C.ibv_create_cq(c.ctx, C.int(attr.CQE), nil, ch, 0); cq == nil {
 		C.ibv_destroy_comp_channel(ch)
 		return nil, verbsio.Errorf("create_cq", errnoOf(err, unix.EINVAL), "%d entries (the device allows max_cqe; see QueryDevice)", attr.CQE)
 	}
 	q, err := newCQ(c, unsafe.Pointer(cq), int(cq.cqe))
+	if err == nil && cqx != nil {
+		err = q.extend(unsafe.Pointer(cqx), attr.WCFlags)
+	}
 	if err != nil {
+		if q != nil {
+			q.release()
+		}
 		C.ibv_destroy_cq(cq)
 		C.ibv_destroy_comp_channel(ch)
 		return nil, err
@@ -92,6 +117,44 @@ func newCQ(c *hwContext, cq unsafe.Pointer, depth int) (*hwCQ, error) {
 	}, nil
 }
 
+// extend makes q an extended CQ polled through cqx (a struct
+// ibv_cq_ex *, whose struct ibv_cq q already holds) with the fields
+// flags names, and allocates the C arrays its timestamps and flow tags
+// land in. Tests call it with the fake's extended CQ.
+func (q *hwCQ) extend(cqx unsafe.Pointer, flags verbsio.CQWCFlags) error {
+	n := len(q.wcs)
+	mem := C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.uint64_t(0))+unsafe.Sizeof(C.uint32_t(0))))
+	if mem == nil {
+		return verbsio.Errorf("create_cq_ex", unix.ENOMEM, "timestamp scratch of %d entries", n)
+	}
+	q.ex, q.wcFlags, q.exMem = (*C.struct_ibv_cq_ex)(cqx), C.uint64_t(flags), mem
+	q.ts = unsafe.Slice((*C.uint64_t)(mem), n)
+	q.tags = unsafe.Slice((*C.uint32_t)(unsafe.Add(mem, n*int(unsafe.Sizeof(C.uint64_t(0))))), n)
+	return nil
+}
+
+// pollC polls up to want completions into the scratch from index at: one
+// ibv_poll_cq, or for an extended CQ one start/next/end poll crossing. It
+// returns their number or a negative value on error.
+func (q *hwCQ) pollC(want, at int) int {
+	if q.ex != nil {
+		return int(C.rperf_poll_cq_ex(q.ex, C.int(want), (*C.struct_ibv_wc)(unsafe.Pointer(&q.wcs[at])), &q.ts[at], &q.tags[at], q.wcFlags))
+	}
+	return int(C.rperf_poll_cq(q.cq, C.int(want), (*C.struct_ibv_wc)(unsafe.Pointer(&q.wcs[at]))))
+}
+
+// convert converts the scratch's entries from index at into dst, with an
+// extended CQ's timestamps and flow tags.
+func (q *hwCQ) convert(dst []verbsio.WC, at int) {
+	convertWCs(dst, q.wcs[at:at+len(dst)])
+	if q.ex == nil {
+		return
+	}
+	for i := range dst {
+		dst[i].Timestamp, dst[i].FlowTag = uint64(q.ts[at+i]), uint32(q.tags[at+i])
+	}
+}
+
 // Poll implements verbsio.CQImpl: one ibv_poll_cq into the C scratch per
 // min(len(wcs), 4096) entries, then a conversion into wcs. It does not
 // allocate. Completions already taken out of the CQ (by Wait, or by a
@@ -104,7 +167,7 @@ func (q *hwCQ) Poll(wcs []verbsio.WC) (int, error) {
 	n := 0
 	if q.head < q.tail {
 		n = min(q.tail-q.head, len(wcs))
-		convertWCs(wcs[:n], q.wcs[q.head:q.head+n])
+		q.convert(wcs[:n], q.head)
 		q.head += n
 		if q.head < q.tail {
 			return n, nil
@@ -113,11 +176,11 @@ func (q *hwCQ) Poll(wcs []verbsio.WC) (int, error) {
 	}
 	for n < len(wcs) {
 		want := min(len(wcs)-n, len(q.wcs))
-		got := int(C.rperf_poll_cq(q.cq, C.int(want), (*C.struct_ibv_wc)(q.mem)))
+		got := q.pollC(want, 0)
 		if got < 0 {
 			return n, pollErrs.errno(int(unix.EIO))
 		}
-		convertWCs(wcs[n:n+got], q.wcs[:got])
+		q.convert(wcs[n:n+got], 0)
 		n += got
 		if got < want {
 			break
@@ -145,7 +208,7 @@ func (q *hwCQ) Wait(timeout time.Duration) error {
 		if ret := C.rperf_req_notify_cq(q.cq, 0); ret != 0 {
 			return verbsio.Errorf("req_notify_cq", unix.Errno(abs(int(ret))), "arm the CQ")
 		}
-		got := int(C.rperf_poll_cq(q.cq, 1, (*C.struct_ibv_wc)(q.mem)))
+		got := q.pollC(1, 0)
 		if got < 0 {
 			return pollErrs.errno(int(unix.EIO))
 		}
@@ -230,5 +293,9 @@ func (q *hwCQ) release() {
 	if q.mem != nil {
 		C.free(q.mem)
 		q.mem, q.wcs, q.head, q.tail = nil, nil, 0, 0
+	}
+	if q.exMem != nil {
+		C.free(q.exMem)
+		q.ex, q.exMem, q.ts, q.tags = nil, nil, nil, nil
 	}
 }

@@ -508,3 +508,62 @@ func TestDevicePostTakesCompletion(t *testing.T) {
 		t.Errorf("rxe completes while posting, yet the post took %d of %d completions", taken, posts)
 	}
 }
+
+// TestDeviceCQEx runs RDMA WRITEs into an extended CQ of the standard
+// fields, polled through ibv_start_poll, and asks for completion
+// timestamps: a device that reports a completion clock (hca_core_clock
+// and completion_timestamp_mask) must stamp every completion, increasing;
+// one that reports none must refuse the CQ with EOPNOTSUPP.
+func TestDeviceCQEx(t *testing.T) {
+	ctx, port := testDevice(t)
+	attr, err := ctx.QueryDevice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamps := attr.Ext != nil && attr.Ext.HCACoreClock != 0 && attr.Ext.CompletionTimestampMask != 0
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := ctx.Alloc(16 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, err := pd.RegMR(buf, verbsio.AccessLocalWrite|verbsio.AccessRemoteWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, flags := range []verbsio.CQWCFlags{verbsio.WCExStandard, verbsio.WCExStandard | verbsio.WCExTS} {
+		cq, err := ctx.CreateCQEx(verbsio.CQInitAttr{CQE: 16, WCFlags: flags})
+		if flags.Timestamped() && !stamps {
+			if !errors.Is(err, unix.EOPNOTSUPP) {
+				t.Errorf("%s reports no completion clock, yet CreateCQEx(%s) = %v, want EOPNOTSUPP", ctx.Device.Name, flags, err)
+			}
+			if err == nil {
+				cq.Destroy()
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("CreateCQEx(%s): %v", flags, err)
+		}
+		a, _ := rcPair(t, ctx, pd, cq, port)
+		var last uint64
+		for i := range 10 {
+			wr := []verbsio.SendWR{{ID: uint64(i), Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{mr.SGE(0, 8)},
+				Remote: verbsio.RemoteAddr{Addr: mr.Addr() + 8192, RKey: mr.RKey()}}}
+			if _, err := a.PostSend(wr); err != nil {
+				t.Fatal(err)
+			}
+			wc := pollAll(t, cq, 1)[0]
+			if wc.ID != uint64(i) || wc.Status != verbsio.StatusSuccess || wc.Opcode != verbsio.WCRDMAWrite || wc.QPN != a.QPN() {
+				t.Fatalf("%s: completion %+v", flags, wc)
+			}
+			if flags.Timestamped() && (wc.Timestamp == 0 || wc.Timestamp < last) {
+				t.Errorf("%s: completion %d stamped %d after %d", flags, i, wc.Timestamp, last)
+			}
+			last = wc.Timestamp
+		}
+		t.Logf("%s: %s: 10 completions through ibv_start_poll, last stamp %d", ctx.Device.Name, flags, last)
+	}
+}

@@ -78,6 +78,20 @@
 // pointer is ever handed to libibverbs on the fast path. SGE addresses are
 // plain integers that the device checks against the region's lkey.
 //
+// # Extended CQs
+//
+// CreateCQEx (verbsio.CQInitAttr.WCFlags) creates the CQ with
+// ibv_create_cq_ex, asking for the fields the flags name; a device that
+// cannot give one refuses (EOPNOTSUPP). Such a CQ is polled only through
+// its own API, ibv_start_poll, ibv_next_poll and ibv_end_poll, in one
+// crossing per batch (rperf_poll_cq_ex in shim.c), which reads each
+// completion's standard fields the flags name, its completion timestamp
+// (ibv_wc_read_completion_ts: WC.Timestamp, in ticks of the device's
+// hca_core_clock) and its flow tag (WC.FlowTag); a completion in error has
+// only its ID, status and vendor error. A signaled post does not poll an
+// extended send CQ in its crossing. fakeverbs implements the same poll API
+// over its queued completions.
+//
 // # Waiting
 //
 // Every CQ gets its own completion channel (one file descriptor). Wait arms

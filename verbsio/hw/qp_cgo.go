@@ -198,7 +198,9 @@ func (q *hwQP) PostSend(wrs []verbsio.SendWR) (int, error) {
 func (q *hwQP) postSendChain(n int) uint64 {
 	first := (*C.struct_ibv_send_wr)(q.sendMem)
 	cq := q.scq
-	if cq != nil && cq.cq != nil && cq.tail < len(cq.wcs) &&
+	// An extended CQ is polled only through its own API: no poll in the
+	// post's crossing.
+	if cq != nil && cq.cq != nil && cq.ex == nil && cq.tail < len(cq.wcs) &&
 		q.poll.want(q.sigAll || verbsio.SendFlags(q.send.wrs[n-1].flags)&verbsio.SendSignaled != 0) {
 		if cq.head == cq.tail {
 			cq.head, cq.tail = 0, 0

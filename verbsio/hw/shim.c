@@ -232,3 +232,77 @@ int rperf_probe_inline(const struct rperf_verbs *v, struct ibv_pd *pd, struct ib
 	*granted = ia.cap.max_inline_data;
 	return v->destroy_qp(qp);
 }
+
+struct ibv_cq_ex *rperf_create_cq_ex(struct ibv_context *ctx, int cqe, struct ibv_comp_channel *channel, uint64_t wc_flags)
+{
+	struct ibv_cq_init_attr_ex attr = {
+		.cqe = (uint32_t)cqe,
+		.channel = channel,
+		.comp_vector = 0,
+		.wc_flags = wc_flags,
+	};
+
+	return ibv_create_cq_ex(ctx, &attr);
+}
+
+struct ibv_cq *rperf_cq_ex_to_cq(struct ibv_cq_ex *cq)
+{
+	return ibv_cq_ex_to_cq(cq);
+}
+
+/* read_one fills wc[0], ts[0] and tag[0] from the CQ's current entry. */
+static void read_one(struct ibv_cq_ex *cq, struct ibv_wc *wc, uint64_t *ts, uint32_t *tag, uint64_t flags)
+{
+	memset(wc, 0, sizeof(*wc));
+	*ts = 0;
+	*tag = 0;
+	wc->wr_id = cq->wr_id;
+	wc->status = cq->status;
+	wc->vendor_err = ibv_wc_read_vendor_err(cq);
+	if (cq->status != IBV_WC_SUCCESS)
+		return;
+	wc->opcode = ibv_wc_read_opcode(cq);
+	wc->wc_flags = ibv_wc_read_wc_flags(cq);
+	if (flags & IBV_WC_EX_WITH_BYTE_LEN)
+		wc->byte_len = ibv_wc_read_byte_len(cq);
+	if ((flags & IBV_WC_EX_WITH_IMM) && (wc->wc_flags & IBV_WC_WITH_IMM))
+		wc->imm_data = ibv_wc_read_imm_data(cq);
+	if (flags & IBV_WC_EX_WITH_QP_NUM)
+		wc->qp_num = ibv_wc_read_qp_num(cq);
+	if (flags & IBV_WC_EX_WITH_SRC_QP)
+		wc->src_qp = ibv_wc_read_src_qp(cq);
+	if (flags & IBV_WC_EX_WITH_SLID)
+		wc->slid = (uint16_t)ibv_wc_read_slid(cq);
+	if (flags & IBV_WC_EX_WITH_SL)
+		wc->sl = ibv_wc_read_sl(cq);
+	if (flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+		wc->dlid_path_bits = ibv_wc_read_dlid_path_bits(cq);
+	if (flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+		*ts = ibv_wc_read_completion_ts(cq);
+	if (flags & IBV_WC_EX_WITH_FLOW_TAG)
+		*tag = ibv_wc_read_flow_tag(cq);
+}
+
+int rperf_poll_cq_ex(struct ibv_cq_ex *cq, int n, struct ibv_wc *wc, uint64_t *ts, uint32_t *tag, uint64_t wc_flags)
+{
+	struct ibv_poll_cq_attr attr = {0};
+	int i = 0, ret;
+
+	if (n <= 0)
+		return 0;
+	ret = ibv_start_poll(cq, &attr);
+	if (ret == ENOENT)
+		return 0;
+	if (ret != 0)
+		return -ret;
+	for (;;) {
+		read_one(cq, &wc[i], &ts[i], &tag[i], wc_flags);
+		if (++i == n)
+			break;
+		ret = ibv_next_poll(cq);
+		if (ret != 0)
+			break; /* ENOENT: empty; an error shows at the next start_poll */
+	}
+	ibv_end_poll(cq);
+	return i;
+}

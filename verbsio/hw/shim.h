@@ -32,6 +32,22 @@ uint64_t rperf_post_send_poll(struct ibv_qp *qp, struct ibv_send_wr *wr, struct 
 // or a negative value on error.
 int rperf_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 
+// rperf_create_cq_ex is ibv_create_cq_ex: a CQ of cqe entries on channel
+// that delivers the fields wc_flags names (enum ibv_create_cq_wc_flags).
+struct ibv_cq_ex *rperf_create_cq_ex(struct ibv_context *ctx, int cqe, struct ibv_comp_channel *channel, uint64_t wc_flags);
+
+// rperf_cq_ex_to_cq is ibv_cq_ex_to_cq (an inline function in verbs.h).
+struct ibv_cq *rperf_cq_ex_to_cq(struct ibv_cq_ex *cq);
+
+// rperf_poll_cq_ex polls up to n completions of an extended CQ with
+// ibv_start_poll, ibv_next_poll and ibv_end_poll: the standard fields
+// into wc (as ibv_poll_cq fills them, those of wc_flags), and, when
+// wc_flags has them, the completion timestamp into ts[i] and the flow
+// tag into tag[i] (else 0). A completion in error has only its wr_id,
+// status and vendor error read, as verbs allows. It returns the number
+// polled, or a negative errno when the first poll failed.
+int rperf_poll_cq_ex(struct ibv_cq_ex *cq, int n, struct ibv_wc *wc, uint64_t *ts, uint32_t *tag, uint64_t wc_flags);
+
 // rperf_req_notify_cq arms the CQ's completion channel.
 int rperf_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 

@@ -102,6 +102,9 @@ func runChild(role string) int {
 	if role == "udpsink" || role == "udpsink-gro" {
 		return udpSink(line, role == "udpsink-gro")
 	}
+	if role == "manaport" {
+		return manaPortChild(line)
+	}
 	size := 1 << 20
 	if v := os.Getenv("RPERF_SOFT_SIZE"); v != "" {
 		size, _ = strconv.Atoi(v)

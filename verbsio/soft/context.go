@@ -53,6 +53,8 @@ type Context struct {
 	fab       fabric // what moves the bytes (set by the opener; see fabric.go)
 	bg        bgProgress
 	dmPool    dmPool
+
+	async asyncEvents // asynchronous events (async.go)
 }
 
 var _ verbsio.ContextImpl = (*Context)(nil)
@@ -366,9 +368,8 @@ func (c *Context) AllocPD() (verbsio.PDImpl, error) {
 // nothing: destroyed QPs produce no completions), releases peers, memory
 // and the control segment, and stops the watcher.
 func (c *Context) Close() error {
-	if c.bg.on {
-		c.bg.stop()
-	}
+	c.stopProgress()
+	c.async.close()
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()

@@ -50,6 +50,9 @@ func (c *Context) CreateCQ(attr verbsio.CQInitAttr) (verbsio.CQImpl, error) {
 	if attr.CQE <= 0 || attr.CQE > maxCQE {
 		return nil, verbsio.Errorf("create_cq", unix.EINVAL, "cqe %d is outside 1..%d", attr.CQE, maxCQE)
 	}
+	if f := attr.WCFlags &^ cqWCFlagsOK; f != 0 {
+		return nil, verbsio.Errorf("create_cq_ex", unix.EOPNOTSUPP, "the built-in engine does not deliver %s in completions", f)
+	}
 	depth := pow2(attr.CQE)
 	ext, err := c.allocQueue("create_cq", dv.ResCQ, ring.CQSize(depth))
 	if err != nil {
@@ -60,8 +63,20 @@ func (c *Context) CreateCQ(attr verbsio.CQInitAttr) (verbsio.CQImpl, error) {
 		ext.free()
 		return nil, err
 	}
+	if attr.WCFlags.Timestamped() {
+		// Every producer, in this process or a peer's, stamps the
+		// entries it pushes (ring.CQ.Push).
+		q.ring.Header().Flags.Store(ring.FlagTimestamp)
+	}
 	return q, nil
 }
+
+// cqWCFlagsOK are the completion fields the engine delivers: the
+// standard ones, the completion timestamp (its clock is CLOCK_REALTIME in
+// nanoseconds, so the device clock and the wall clock are one) and the
+// flow tag.
+const cqWCFlagsOK = verbsio.WCExStandard | verbsio.WCExCompletionTimestamp |
+	verbsio.WCExCompletionTimestampWallclock | verbsio.WCExFlowTag
 
 func (c *Context) createCQ(depth int, ext *extBuf) (*cq, error) {
 	c.mu.Lock()
@@ -192,6 +207,9 @@ func (q *cq) drive() { q.ctx.fab.progress(q) }
 func (q *cq) ringError() error {
 	h := q.ring.Header()
 	if h.Overrun.Load() != 0 {
+		if !q.overrunSeen {
+			q.ctx.async.post(verbsio.AsyncEvent{Type: verbsio.EventCQErr, CQ: q})
+		}
 		q.overrunSeen = true
 	}
 	if q.overrunSeen {
@@ -217,6 +235,8 @@ func (q *cq) deliver(e *ring.CQE, wc *verbsio.WC) {
 		QPN:       e.QPN,
 		SrcQP:     e.SrcQP,
 		Flags:     verbsio.WCFlags(e.Flags),
+		FlowTag:   e.FlowTag,
+		Timestamp: e.Timestamp,
 	}
 	q.apply(e)
 }

@@ -41,7 +41,7 @@ func engineDeviceAttr() verbsio.DeviceAttr {
 		PageSizeCap:     uint64(unix.Getpagesize()),
 		MaxQP:           maxQP,
 		MaxQPWR:         maxQPWR,
-		DeviceCapFlags:  devCapRCRNRNAKGen | devCapSRQResize | devCapPortActiveEvent | devCapSysImageGUID,
+		DeviceCapFlags:  engineCapFlags,
 		MaxSGE:          maxSGEs,
 		MaxSGERD:        maxSGEs,
 		MaxCQ:           maxCQ,
@@ -68,8 +68,28 @@ func engineDeviceAttr() verbsio.DeviceAttr {
 		Interfaces: []verbsio.InterfaceCap{{Family: verbsio.FamilyQPBurst, Version: familyVersion[verbsio.FamilyQPBurst]},
 			{Family: verbsio.FamilyCQPoll, Version: familyVersion[verbsio.FamilyCQPoll]}},
 		SendPaths: []string{"generic", "burst", "inline", "dm", "dv"},
+		Ext:       engineAttrEx(),
 	}
 }
+
+// engineAttrEx is the extended part of every engine device's attributes:
+// what ibv_query_device_ex adds. The engine stamps completions (a CQ
+// created with verbsio.WCExCompletionTimestamp) in nanoseconds of
+// CLOCK_REALTIME: a 64-bit clock at 1 GHz. It has no memory windows,
+// multicast groups, on-demand paging, RSS, tag matching or CQ
+// moderation, and one completion vector; fabrics add what they have
+// (raw: max_raw_ethy_qp).
+func engineAttrEx() *verbsio.DeviceAttrEx {
+	return &verbsio.DeviceAttrEx{
+		CompletionTimestampMask: ^uint64(0),
+		HCACoreClock:            engineClockKHz,
+		DeviceCapFlagsEx:        engineCapFlags,
+		NumCompVectors:          1,
+	}
+}
+
+// engineClockKHz is the completion clock's rate: nanoseconds (1 GHz).
+const engineClockKHz = 1_000_000
 
 // Device capability bits (IBV_DEVICE_*) the engine sets.
 const (
@@ -77,4 +97,6 @@ const (
 	devCapSysImageGUID    = 1 << 11
 	devCapRCRNRNAKGen     = 1 << 12
 	devCapSRQResize       = 1 << 13
+
+	engineCapFlags = devCapRCRNRNAKGen | devCapSRQResize | devCapPortActiveEvent | devCapSysImageGUID
 )

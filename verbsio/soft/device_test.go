@@ -49,6 +49,10 @@ func wantDevice() verbsio.DeviceAttr {
 		PacketPacing: verbsio.PacingCaps{RateLimitMinKbps: wantPaceMinKbps, RateLimitMaxKbps: wantPaceMaxKbps,
 			SupportedQP: []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC, verbsio.QPTypeUD}},
 		Interfaces: []verbsio.InterfaceCap{{Family: verbsio.FamilyQPBurst, Version: 1}, {Family: verbsio.FamilyCQPoll, Version: 1}},
+		// Completions are stamped in ns of CLOCK_REALTIME: a 64-bit
+		// clock at 1 GHz (1,000,000 kHz).
+		Ext: &verbsio.DeviceAttrEx{CompletionTimestampMask: ^uint64(0), HCACoreClock: 1_000_000,
+			DeviceCapFlagsEx: 1<<12 | 1<<13 | 1<<10 | 1<<11, NumCompVectors: 1},
 	}
 }
 

@@ -40,7 +40,7 @@ func (c *Context) QueryInterface(q verbsio.InterfaceQuery) (any, verbsio.Interfa
 			return nil, verbsio.IntfOK
 		}
 		qp, ok := q.Object.(*qp)
-		if !ok || qp.ctx != c || (qp.typ != verbsio.QPTypeRC && qp.typ != verbsio.QPTypeUC) ||
+		if !ok || qp.ctx != c || (qp.typ != verbsio.QPTypeRC && qp.typ != verbsio.QPTypeUC && qp.typ != verbsio.QPTypeRawPacket) ||
 			(qp.state != verbsio.QPStateRTS && qp.state != verbsio.QPStateSQD) {
 			return nil, verbsio.IntfInvalObj
 		}

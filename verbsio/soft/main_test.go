@@ -52,7 +52,13 @@ type child struct {
 
 func startChild(tb testing.TB, role string, extra ...*os.File) *child {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	return startChildCmd(tb, exec.Command(os.Args[0], "-test.run=^$"), role, extra...)
+}
+
+// startChildCmd starts cmd, a command that runs this test binary (in a
+// namespace, say), as the peer process of role.
+func startChildCmd(tb testing.TB, cmd *exec.Cmd, role string, extra ...*os.File) *child {
+	tb.Helper()
 	cmd.Env = append(os.Environ(), "RPERF_SOFT_CHILD="+role)
 	cmd.Stderr = os.Stderr
 	cmd.ExtraFiles = extra

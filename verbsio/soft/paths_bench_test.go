@@ -69,6 +69,12 @@ func drain(b *testing.B, p *verbstest.Pair, cq *verbsio.CQ, wcs []verbsio.WC, wa
 // alternate runs ref and path in rounds and reports the path's median
 // per-op time and its ratio to the reference's.
 func alternate(b *testing.B, ops int, ref, path func(), unit string) {
+	alternateAs(b, ops, ref, path, unit, "generic")
+}
+
+// alternateAs is alternate with the reference named refName in the
+// metrics (refName-ns/unit, x-refName).
+func alternateAs(b *testing.B, ops int, ref, path func(), unit, refName string) {
 	rounds := max(b.N/ops, 8)
 	var rt, pt []time.Duration
 	b.ResetTimer()
@@ -85,8 +91,8 @@ func alternate(b *testing.B, ops int, ref, path func(), unit string) {
 	slices.Sort(pt)
 	r, p := rt[len(rt)/2]/time.Duration(ops), pt[len(pt)/2]/time.Duration(ops)
 	b.ReportMetric(float64(p.Nanoseconds()), "ns/"+unit)
-	b.ReportMetric(float64(r.Nanoseconds()), "generic-ns/"+unit)
-	b.ReportMetric(float64(r)/float64(p), "x-generic")
+	b.ReportMetric(float64(r.Nanoseconds()), refName+"-ns/"+unit)
+	b.ReportMetric(float64(r)/float64(p), "x-"+refName)
 }
 
 func BenchmarkMessageRate(b *testing.B) {

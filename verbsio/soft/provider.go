@@ -23,7 +23,7 @@ func (Provider) Name() string { return ProviderName }
 
 // Devices implements verbsio.Provider.
 func (Provider) Devices() ([]verbsio.DeviceInfo, error) {
-	return append([]verbsio.DeviceInfo{shmInfo()}, udpDevices()...), nil
+	return append(append([]verbsio.DeviceInfo{shmInfo()}, udpDevices()...), rawDevices()...), nil
 }
 
 func shmInfo() verbsio.DeviceInfo {
@@ -49,6 +49,8 @@ func (Provider) OpenWith(name string, o verbsio.OpenOptions) (verbsio.ContextImp
 		return openShm(shmInfo())
 	case strings.HasPrefix(name, UDPPrefix):
 		return openUDP(name, o)
+	case strings.HasPrefix(name, RawPrefix):
+		return openRaw(name, o)
 	}
 	return nil, verbsio.Errorf("open_device", unix.ENODEV, "the built-in engine has no device %q", name)
 }

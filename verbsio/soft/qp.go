@@ -109,8 +109,22 @@ func (p *pd) CreateQP(attr verbsio.QPInitAttr) (verbsio.QPImpl, error) {
 		sp.rqExt.free()
 		return nil, err
 	}
+	if a, ok := q.t.(attacher); ok {
+		if err := a.attach(); err != nil {
+			q.Destroy()
+			return nil, err
+		}
+	}
 	return q, nil
 }
+
+// attacher is a transport that takes something outside the engine for a
+// new QP, which may fail (the raw fabric's mana profile: the port).
+type attacher interface{ attach() error }
+
+// destroyChecker is a transport that can refuse its QP's destruction (the
+// raw fabric: flows still steer to it, EBUSY).
+type destroyChecker interface{ destroyCheck() error }
 
 // qpSpec checks a create_qp request against the device's limits and the
 // fabric, and sizes its rings.
@@ -555,6 +569,11 @@ func postRecv(rq ring.RQ, pi *uint32, maxSGE int, wrs []verbsio.RecvWR) (int, er
 func (q *qp) Destroy() error {
 	if q.ctx.qps[q.idx].Load() != q {
 		return verbsio.Errorf("destroy_qp", unix.EINVAL, "queue pair already destroyed")
+	}
+	if d, ok := q.t.(destroyChecker); ok {
+		if err := d.destroyCheck(); err != nil {
+			return err
+		}
 	}
 	q.ctx.lock()
 	ext := q.destroy(false)

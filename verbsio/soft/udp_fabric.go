@@ -78,6 +78,12 @@ type udpFabric struct {
 	senders  atomic.Pointer[[]*udp.Conn]
 	netns    *udp.Netns // where the device was opened: senders are created there; nil if unknown
 
+	// QP1 (udp_mad.go): the open MAD port, and the sockets it listens on
+	// (gidBit), which background progress reads besides inUse.
+	mad      atomic.Pointer[udpMADPort]
+	madUse   atomic.Uint64
+	madDrops atomic.Uint64 // MADs the port's queue had no room for
+
 	cnt       *udpCounters
 	stats     *statsFile
 	queryOnly bool    // opened with OpenOptions.QueryOnly: no sockets
@@ -170,7 +176,7 @@ func openUDP(name string, o verbsio.OpenOptions) (*Context, error) {
 		c.fab = f
 		return c, nil
 	}
-	conn, err := listenUDP(netip.AddrPortFrom(f.bindAddr(f.def), uint16(port)))
+	conn, err := listenFree(netip.AddrPortFrom(f.bindAddr(f.def), uint16(port)))
 	if err != nil {
 		c.Close()
 		return nil, verbsio.Errorf("open_device", unix.EADDRINUSE, "%s: %v", name, err)
@@ -204,6 +210,24 @@ func listenUDP(a netip.AddrPort) (*udp.Conn, error) {
 		conn.EnableGRO() // without it, one receive per packet
 	}
 	return conn, err
+}
+
+// listenFree is listenUDP, and for port 0 a free port below 0xc000: the
+// port is the context's LID (unicast LIDs end at 0xbfff), and RoCE
+// devices send from ports of 0xc000 and up, so a MAD from a port below is
+// known to come from an rperf engine listening on it (see qp1Port).
+func listenFree(a netip.AddrPort) (*udp.Conn, error) {
+	if a.Port() != 0 {
+		return listenUDP(a)
+	}
+	for range 64 {
+		conn, err := listenUDP(a)
+		if err != nil || conn.LocalAddr().Port() < 0xc000 {
+			return conn, err
+		}
+		conn.Close()
+	}
+	return nil, fmt.Errorf("no free UDP port below 0xc000 on %s after 64 tries", a.Addr())
 }
 
 // bestGID is perftest's GID choice: an IPv4-mapped address first, then a

@@ -21,9 +21,12 @@ import (
 // callers that are about to sleep call flush first. A busy-polling
 // ping-pong thus sends its acknowledgement and its next SEND in one system
 // call.
-func (f *udpFabric) receive() {
+func (f *udpFabric) receive() { f.receiveOn(f.inUse.Load()) }
+
+// receiveOn is receive reading the sockets of the GIDs whose bits are in
+// used (gidBit).
+func (f *udpFabric) receiveOn(used uint64) {
 	f.flush()
-	used := f.inUse.Load()
 	for i, conn := range f.conns {
 		if conn == nil || used&gidBit(i) == 0 {
 			continue
@@ -75,6 +78,10 @@ func (f *udpFabric) input(conn *udp.Conn, b []byte, from netip.AddrPort) {
 	}
 	q := f.c.qps[qpIndex(p.BTH.DestQP)].Load()
 	if q == nil || q.qpn != p.BTH.DestQP || q.state == verbsio.QPStateReset {
+		if p.BTH.DestQP == 1 { // QP1 (no QP of the engine has number 1; see udp_mad.go)
+			f.inputMAD(conn, p, from)
+			return
+		}
 		f.cnt.unknownQP.Add(1)
 		return
 	}
@@ -168,9 +175,11 @@ func (f *udpFabric) waitInput(timeout time.Duration) {
 
 // pollFDs fills fds with the sockets in use, waiting for input, and
 // returns how many it filled.
-func (f *udpFabric) pollFDs(fds []unix.PollFd) int {
+func (f *udpFabric) pollFDs(fds []unix.PollFd) int { return f.pollFDsOn(fds, f.inUse.Load()) }
+
+// pollFDsOn is pollFDs for the sockets of the GIDs in used.
+func (f *udpFabric) pollFDsOn(fds []unix.PollFd, used uint64) int {
 	n := 0
-	used := f.inUse.Load()
 	for i, c := range f.conns {
 		if c != nil && used&gidBit(i) != 0 && n < len(fds) {
 			fds[n] = unix.PollFd{Fd: int32(c.FD()), Events: unix.POLLIN}
@@ -235,6 +244,7 @@ func (f *udpFabric) counters() map[string]uint64 {
 	for i, name := range counterNames {
 		m[name] = vals[i].Load()
 	}
+	m["qp1_drops"] = f.madDrops.Load()
 	f.sendSockets(func(conn *udp.Conn) {
 		m["socket_drops"] += conn.Dropped.Load()
 		m["socket_send_errors"] += conn.SendErrors.Load()
@@ -246,12 +256,14 @@ func (f *udpFabric) counters() map[string]uint64 {
 func (f *udpFabric) progress(*cq) { f.receive() }
 
 // round is one round of background progress (Context.StartProgress).
+// It also reads the sockets QP1 listens on (udp_mad.go).
 func (f *udpFabric) round(fds []unix.PollFd) (int, time.Duration) {
-	f.receive()
+	used := f.inUse.Load() | f.madUse.Load()
+	f.receiveOn(used)
 	f.flush()
 	wait := 20 * time.Millisecond
 	if d := f.nextDeadline(); d >= 0 && d < wait {
 		wait = max(d, 10*time.Microsecond)
 	}
-	return f.pollFDs(fds), wait
+	return f.pollFDsOn(fds, used), wait
 }

@@ -138,6 +138,7 @@ type udpQP struct {
 	highPSN    psn.PSN // the PSN after the highest one ever sent (resends are below it)
 	timeout    int64
 	active     bool
+	commEst    bool // connected (RTR) and no request received yet: the first raises COMM_EST
 
 	// Responder.
 	ePSN    psn.PSN
@@ -192,6 +193,7 @@ func (u *udpQP) modify(next verbsio.QPState, attr *verbsio.QPAttr, mask verbsio.
 			}
 			u.path = p
 			u.mtu = attr.PathMTU.Bytes()
+			u.commEst = true
 		} else {
 			pa := f.portAttr()
 			u.mtu = pa.ActiveMTU.Bytes()
@@ -216,6 +218,15 @@ func (u *udpQP) modify(next verbsio.QPState, attr *verbsio.QPAttr, mask verbsio.
 		u.timeout = verbsio.TimeoutDuration(attr.Timeout)
 	}
 	return nil
+}
+
+// established raises COMM_EST: the first request arrived on the
+// connected QP (IBTA's Communication Established, which hardware raises
+// in RTR; rdma_cm's passive side is in RTS by then, and its CM needs the
+// event all the same, so this engine raises it in either state).
+func (u *udpQP) established() {
+	u.commEst = false
+	u.f.c.async.post(verbsio.AsyncEvent{Type: verbsio.EventCommEst, QPN: u.q.qpn})
 }
 
 // reset forgets the transport state (QP to RESET).

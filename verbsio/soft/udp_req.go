@@ -414,7 +414,7 @@ func (u *udpQP) sendMessage(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Stat
 			t.RETH = roce.RETH{VA: w.RAddr, RKey: w.RKey, DMALen: uint32(total)}
 		}
 		if rop.Layout().Has(roce.ExtImmDt) {
-			t.ImmDt = roce.ImmDt{Data: w.Imm}
+			t.ImmDt = roce.ImmDt{Data: immToWire(w.Imm)}
 		}
 		u.sendPacket(&u.path, srcs, off, n, false)
 		u.countSent(1)
@@ -539,7 +539,7 @@ func (u *udpQP) sendUD(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status {
 	}
 	t.DETH = roce.DETH{QKey: qkey, SrcQP: q.qpn}
 	if op.Layout().Has(roce.ExtImmDt) {
-		t.ImmDt = roce.ImmDt{Data: w.Imm}
+		t.ImmDt = roce.ImmDt{Data: immToWire(w.Imm)}
 	}
 	u.sendPacket(a.ud, q.src[:nsrc], 0, n, false)
 	u.sqPSN = u.sqPSN.Next()

@@ -33,6 +33,9 @@ func (u *udpQP) onRequest(p *roce.Packet, from netip.AddrPort) {
 			u.f.cnt.wrongPeer.Add(1)
 			return
 		}
+		if u.commEst {
+			u.established()
+		}
 	}
 	if p.BTH.Opcode.Transport() != roce.Transport(transportBase(q.typ)) {
 		u.f.cnt.malformed.Add(1)
@@ -273,7 +276,7 @@ func (u *udpQP) finishRecv(p *roce.Packet, op verbsio.WCOpcode) {
 	q := u.q
 	e := ring.CQE{WRID: u.rcv.id, Opcode: uint8(op), ByteLen: uint32(u.rcv.off), QPN: q.qpn, SrcQP: q.destQPN}
 	if p.BTH.Opcode.HasImm() {
-		e.Imm = p.ImmDt.Data
+		e.Imm = immFromWire(p.ImmDt.Data)
 		e.Flags = uint8(verbsio.WCWithImm)
 	}
 	q.recvCQ.ring.Push(&e, q.ctx.pid)
@@ -321,7 +324,7 @@ func (u *udpQP) endWrite(p *roce.Packet, imm bool) {
 	u.wr.active = false
 	u.msn++
 	if imm {
-		e := ring.CQE{WRID: u.rcv.id, Opcode: uint8(verbsio.WCRecvRDMAWithImm), ByteLen: uint32(n), Imm: p.ImmDt.Data,
+		e := ring.CQE{WRID: u.rcv.id, Opcode: uint8(verbsio.WCRecvRDMAWithImm), ByteLen: uint32(n), Imm: immFromWire(p.ImmDt.Data),
 			QPN: q.qpn, SrcQP: q.destQPN, Flags: uint8(verbsio.WCWithImm)}
 		q.recvCQ.ring.Push(&e, q.ctx.pid)
 		u.rcv.active = false
@@ -495,7 +498,7 @@ func (u *udpQP) udRecv(p *roce.Packet, from netip.AddrPort) {
 	e := ring.CQE{WRID: u.rcv.id, Opcode: uint8(verbsio.WCRecv), ByteLen: uint32(u.rcv.off), QPN: q.qpn,
 		SrcQP: p.DETH.SrcQP, Flags: uint8(verbsio.WCWithGRH)}
 	if p.BTH.Opcode.HasImm() {
-		e.Imm = p.ImmDt.Data
+		e.Imm = immFromWire(p.ImmDt.Data)
 		e.Flags |= uint8(verbsio.WCWithImm)
 	}
 	q.recvCQ.ring.Push(&e, q.ctx.pid)

@@ -34,6 +34,8 @@ func opcodeOK(t verbsio.QPType, op verbsio.Opcode) bool {
 		return op == verbsio.OpSend || op == verbsio.OpSendImm || op == verbsio.OpRDMAWrite || op == verbsio.OpRDMAWriteImm
 	case verbsio.QPTypeUD:
 		return op == verbsio.OpSend || op == verbsio.OpSendImm
+	case verbsio.QPTypeRawPacket:
+		return op == verbsio.OpSend || op == verbsio.OpTSO // a frame, or a send to segment (raw_qp.go)
 	}
 	return false
 }
@@ -78,6 +80,11 @@ func (q *qp) encode(wr *verbsio.SendWR) error {
 	}
 	pos := q.sqPI
 	w := q.sq.WQE(pos)
+	if wr.Opcode == verbsio.OpTSO {
+		if err := q.encodeTSO(pos, wr); err != nil {
+			return err
+		}
+	}
 	var ahNum uint32
 	if q.typ == verbsio.QPTypeUD {
 		if wr.UD.AH == nil {

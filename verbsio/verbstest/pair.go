@@ -53,6 +53,9 @@ type PairConfig struct {
 	// Segmenter says who cuts the QPs' messages into packets (0: the
 	// provider's choice).
 	Segmenter verbsio.Segmenter
+	// WCFlags, when non-zero, creates each side's CQ with CreateCQEx and
+	// these completion fields (verbsio.WCExTS for timestamps).
+	WCFlags verbsio.CQWCFlags
 }
 
 // AllAccess is every access right.
@@ -125,7 +128,12 @@ func newSide(cfg PairConfig) (*Side, error) {
 	if s.PD, err = ctx.AllocPD(); err != nil {
 		return fail(err)
 	}
-	if s.CQ, err = ctx.CreateCQ(cfg.CQE); err != nil {
+	if cfg.WCFlags != 0 {
+		s.CQ, err = ctx.CreateCQEx(verbsio.CQInitAttr{CQE: cfg.CQE, WCFlags: cfg.WCFlags})
+	} else {
+		s.CQ, err = ctx.CreateCQ(cfg.CQE)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	if cfg.UseSRQ {

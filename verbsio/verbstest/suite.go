@@ -41,6 +41,7 @@ func RunWith(t *testing.T, device string, opts verbsio.OpenOptions) {
 	t.Run("Interfaces", func(t *testing.T) { testInterfaces(t, dev) })
 	t.Run("DirectVerbs", func(t *testing.T) { testDirectVerbs(t, dev) })
 	t.Run("Pacing", func(t *testing.T) { testPacing(t, dev) })
+	t.Run("Timestamps", func(t *testing.T) { testTimestamps(t, dev) })
 }
 
 func fill(b []byte, seed byte) {
@@ -706,6 +707,17 @@ func testSRQ(t *testing.T, dev target) {
 
 func testCQOverrun(t *testing.T, dev target) {
 	p := NewPair(t, PairConfig{Device: dev.name, Open: dev.open, CQE: 4})
+	// A provider with asynchronous events reports the overrun as CQ_ERR.
+	evs := make(chan verbsio.AsyncEvent, 16)
+	cancel, subErr := p.A.Ctx.SubscribeAsyncEvents(func(e verbsio.AsyncEvent) {
+		select {
+		case evs <- e:
+		default:
+		}
+	})
+	if subErr == nil {
+		defer cancel()
+	}
 	w := verbsio.SendWR{Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{sge(p.A, 0, 8)},
 		Remote: verbsio.RemoteAddr{Addr: p.B.MR.Addr(), RKey: p.B.MR.RKey()}}
 	depth := p.A.CQ.Depth()
@@ -729,6 +741,25 @@ func testCQOverrun(t *testing.T, dev target) {
 	}
 	if n != depth {
 		t.Errorf("kept %d completions, want the %d the CQ holds", n, depth)
+	}
+	if subErr != nil {
+		return
+	}
+	select {
+	case e := <-evs:
+		if e.Type != verbsio.EventCQErr || e.CQ != p.A.CQ.Impl() {
+			t.Errorf("asynchronous event %s (CQ %v), want CQ_ERR of the overrun CQ", e, e.CQ)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("no CQ_ERR event for the overrun")
+	}
+	if n, err := p.A.CQ.Poll(wcs); !errors.Is(err, unix.EOVERFLOW) || n != 0 {
+		t.Errorf("second poll: %d, %v; want EOVERFLOW again", n, err)
+	}
+	select {
+	case e := <-evs:
+		t.Errorf("a second event %s: CQ_ERR is raised once per CQ", e)
+	case <-time.After(50 * time.Millisecond):
 	}
 }
 

@@ -3,6 +3,7 @@ package rdiagcmd
 import (
 	"fmt"
 	"io"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -33,6 +34,9 @@ type capabilitiesJSON struct {
 	PacketPacing   *pacingJSON     `json:"packet_pacing"`
 	MaxDMSize      *uint64         `json:"max_dm_size"`
 	RawPacketCaps  []string        `json:"raw_packet_caps"`
+	MaxRawEthyQP   *int            `json:"max_raw_ethy_qp"`
+	FlowSteering   *steeringJSON   `json:"flow_steering"`
+	HCACoreClock   *timestampJSON  `json:"hca_core_clock"`
 	SendPaths      []string        `json:"send_paths"`
 	Interfaces     []interfaceJSON `json:"interfaces"`
 }
@@ -60,6 +64,26 @@ type pacingJSON struct {
 	MinKbps   uint32   `json:"min_kbps"`
 	MaxKbps   uint32   `json:"max_kbps"`
 	QPTypes   []string `json:"qp_types"`
+}
+
+// steeringJSON is flow steering (ibv_create_flow): the spec kinds,
+// actions and rule kinds the device takes. Supported without Features
+// means the device steers (IBV_DEVICE_MANAGED_FLOW_STEERING) but its
+// provider does not say which specs.
+type steeringJSON struct {
+	Supported   bool     `json:"supported"`
+	Features    []string `json:"features"`
+	MaxPriority uint16   `json:"max_priority"`
+	MaxTag      uint32   `json:"max_tag"`
+}
+
+// timestampJSON is the completion timestamp clock (ibv_query_device_ex's
+// completion_timestamp_mask and hca_core_clock): a CQ created with the
+// timestamp flag stamps completions in ticks of this clock.
+type timestampJSON struct {
+	Supported bool   `json:"supported"`
+	Mask      uint64 `json:"completion_timestamp_mask"`
+	ClockKHz  uint64 `json:"clock_khz"`
 }
 
 // interfaceJSON is an accelerated interface family and its version.
@@ -202,6 +226,7 @@ func (j *infoJSON) capabilities(v devView) {
 		c.RawPacketCaps = append([]string{}, devinfo.RawPacketCapNames(a.RawPacketCaps)...)
 		row("raw_packet_caps", orNone(strings.Join(c.RawPacketCaps, ", ")), srcQueryDevice)
 	}
+	c.rawRows(v, row, unknownRow)
 	if !isUnknown("send_paths", "SendPaths") {
 		c.SendPaths = append([]string{}, a.SendPaths...)
 		row("send_paths", orNone(strings.Join(a.SendPaths, ", ")), srcQueryDevice)
@@ -293,4 +318,59 @@ func binaryUnits(n uint64) string {
 		return fmt.Sprintf("%d %s", uint64(v), units[i])
 	}
 	return fmt.Sprintf("%.1f %s", v, units[i])
+}
+
+// devCapManagedFlowSteering is IBV_DEVICE_MANAGED_FLOW_STEERING.
+const devCapManagedFlowSteering = 1 << 29
+
+// rawRows adds the raw Ethernet capabilities: raw QPs, flow steering and
+// the completion timestamp clock (ibv_query_device_ex's; unknown on a legacy
+// answer).
+func (c *capabilitiesJSON) rawRows(v devView, row func(key, value, source string), unknownRow func(key, why string)) {
+	a := v.desc.Attr
+	if a == nil {
+		return // the rows above said why
+	}
+	ext := func(key string) bool {
+		switch {
+		case a.Ext == nil && v.desc.NotReported != "":
+			unknownRow(key, v.desc.NotReported)
+		case a.Ext == nil:
+		case devinfo.AttrUnknown(a, "CompletionTimestampMask") && key == "hca_core_clock":
+			unknownRow(key, whyProviderUnknown)
+		default:
+			return true
+		}
+		return false
+	}
+	if ext("max_raw_ethy_qp") {
+		c.MaxRawEthyQP = ptr(a.Ext.MaxRawEthyQP)
+		text := "0 (no RAW_PACKET QPs)"
+		if n := a.Ext.MaxRawEthyQP; n > 0 {
+			text = strconv.Itoa(n)
+		}
+		row("max_raw_ethy_qp", text, srcQueryDevice)
+	}
+	fs := a.FlowSteering
+	st := &steeringJSON{Supported: fs.Features != 0 || a.DeviceCapFlags&devCapManagedFlowSteering != 0,
+		Features: append([]string{}, fs.Features.Names()...), MaxPriority: fs.MaxPriority, MaxTag: fs.MaxTag}
+	c.FlowSteering = st
+	switch {
+	case fs.Features != 0:
+		row("flow_steering", fmt.Sprintf("yes: %s; priorities 0..%d, tags up to %d", strings.Join(st.Features, ", "), fs.MaxPriority, fs.MaxTag), srcQueryDevice)
+	case st.Supported:
+		row("flow_steering", "yes (MANAGED_FLOW_STEERING); the provider does not report which specs", srcQueryDevice)
+	default:
+		row("flow_steering", "not supported", srcQueryDevice)
+	}
+	if ext("hca_core_clock") {
+		x := a.Ext
+		t := &timestampJSON{Supported: x.CompletionTimestampMask != 0 && x.HCACoreClock != 0, Mask: x.CompletionTimestampMask, ClockKHz: x.HCACoreClock}
+		c.HCACoreClock = t
+		text := "no completion timestamps (completion_timestamp_mask or hca_core_clock 0)"
+		if t.Supported {
+			text = fmt.Sprintf("%d kHz, %d-bit completion stamps", t.ClockKHz, bits.OnesCount64(t.Mask))
+		}
+		row("hca_core_clock", text, srcQueryDevice)
+	}
 }

@@ -48,7 +48,7 @@ func TestGoldenFixtures(t *testing.T) {
 					if asJSON && !json.Valid([]byte(r.stdout)) {
 						t.Fatalf("--json output is not JSON:\n%s", r.stdout)
 					}
-					golden(t, name, r.stdout+stderrSection(r))
+					checkGolden(t, name, r.stdout+stderrSection(r))
 				})
 			}
 		}
@@ -69,21 +69,25 @@ func itoa(n int) string {
 	return string(b)
 }
 
-// TestGoldenEngine shows the built-in engine's devices on their own.
+// TestGoldenEngine shows the built-in engine's devices on their own, a
+// raw_<netdev> device (raw caps, steering, the completion clock) among
+// them.
 func TestGoldenEngine(t *testing.T) {
 	for _, args := range [][]string{
 		{"info", "shm0"},
 		{"info", "-v", "udp_eth0"},
 		{"info", "--json", "udp_eth0"},
 		{"devices", "--json"},
+		{"info", "-v", "raw_veth0"},
+		{"info", "--json", "raw_veth0"},
 	} {
 		name := goldenName("engine", args, ".txt")
 		t.Run(name, func(t *testing.T) {
-			r := run(t, fakeEnv(shmDevice(), udpDevice()), append([]string{"--sysfs", fixtureRoot("rxe")}, args...)...)
+			r := run(t, fakeEnv(shmDevice(), udpDevice(), rawDevice()), append([]string{"--sysfs", fixtureRoot("rxe")}, args...)...)
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
-			golden(t, name, r.stdout)
+			checkGolden(t, name, r.stdout)
 		})
 	}
 }

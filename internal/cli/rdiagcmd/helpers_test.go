@@ -3,22 +3,19 @@ package rdiagcmd
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"github.com/rperf/rperf/internal/cli"
 	"github.com/rperf/rperf/internal/diag"
 	"github.com/rperf/rperf/internal/sysfs"
+	"github.com/rperf/rperf/internal/testsupport/golden"
 	"github.com/rperf/rperf/verbsio"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 // fixtureRoot is the sysfs fixture tree of one machine.
 func fixtureRoot(name string) string {
@@ -78,6 +75,35 @@ func engineAttr() verbsio.DeviceAttr {
 		MaxQPRdAtom: 128, MaxQPInitRdAtom: 128, MaxResRdAtom: 128 * 4096, AtomicCap: verbsio.AtomicGlob,
 		MaxSRQ: 1024, MaxSRQWR: 1 << 15, MaxSRQSGE: 32, MaxAH: 16384, MaxPkeys: 1, PhysPortCnt: 1,
 		MaxInlineData: 1024, MaxMsgSize: 1 << 30, SendPaths: []string{"generic", "inline"},
+		// Completions stamped in nanoseconds: a 64-bit clock at 1 GHz.
+		Ext: &verbsio.DeviceAttrEx{CompletionTimestampMask: ^uint64(0), HCACoreClock: 1_000_000, NumCompVectors: 1},
+	}
+}
+
+// rawDevice is a raw_<netdev> engine device over veth0: RAW_PACKET QPs,
+// IP checksum offload, TSO and pacing on raw QPs, and flow steering.
+func rawDevice() *fakeDevice {
+	a := engineAttr()
+	a.NodeGUID, a.SysImageGUID = 0x02aabbfffe000003, 0x02aabbfffe000003
+	a.MaxMsgSize = 256 << 10
+	a.DeviceCapFlags |= 1<<18 | 1<<29 // RAW_IP_CSUM, MANAGED_FLOW_STEERING
+	a.Ext.MaxRawEthyQP = 4096
+	a.RawPacketCaps = verbsio.RawCapIPCsum
+	raw := []verbsio.QPType{verbsio.QPTypeRawPacket}
+	a.TSO = verbsio.TSOCaps{MaxTSO: 256 << 10, SupportedQP: raw}
+	a.PacketPacing = verbsio.PacingCaps{RateLimitMinKbps: 1000, RateLimitMaxKbps: 100_000_000, SupportedQP: raw}
+	a.FlowSteering = verbsio.FlowCaps{Features: verbsio.FlowCanETH | verbsio.FlowCanIPv4 | verbsio.FlowCanIPv4Ext |
+		verbsio.FlowCanIPv6 | verbsio.FlowCanTCP | verbsio.FlowCanUDP | verbsio.FlowCanVXLAN | verbsio.FlowCanInner |
+		verbsio.FlowCanTag | verbsio.FlowCanDrop | verbsio.FlowCanSniffer, MaxPriority: 0xffff, MaxTag: 1<<24 - 1, Ports: 1}
+	a.SendPaths = []string{"generic", "burst", "inline", "tso"}
+	return &fakeDevice{
+		info: verbsio.DeviceInfo{Name: "raw_veth0", Provider: "soft", Fabric: "raw", Transport: "engine",
+			NodeGUID: 0x02aabbfffe000003, Netdev: "veth0", Ports: 1},
+		attr: a,
+		port: verbsio.PortAttr{State: verbsio.PortActive, MaxMTU: verbsio.MTU4096, ActiveMTU: verbsio.MTU1024,
+			GIDTblLen: 1, PortCapFlags: 1 << 16, MaxMsgSize: 256 << 10, PkeyTblLen: 1, MaxVLNum: 1, PhysState: 5,
+			LinkLayer: verbsio.LinkLayerEthernet, Netdev: "veth0"},
+		gids: []verbsio.GIDEntry{{Index: 0, GID: mustGID("fe80::aa:bbff:fe00:3"), Type: verbsio.GIDTypeRoCEv2, Netdev: "veth0"}},
 	}
 }
 
@@ -191,26 +217,11 @@ func run(t *testing.T, env Env, args ...string) result {
 	return result{out.String(), errb.String(), code}
 }
 
-// golden compares got with testdata/golden/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
+// checkGolden compares got with testdata/golden/name, or rewrites it with
+// -update.
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", path, diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "golden", name), []byte(got))
 }
 
 // goldenName turns args into a file name.

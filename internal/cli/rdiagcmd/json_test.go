@@ -19,19 +19,22 @@ var (
 		"openable", "port_states", "ports", "provider", "transport", "uverbs"}
 	infoFields         = []string{"capabilities", "devinfo", "fabric", "name", "netdev", "notes", "ports", "provider", "source", "unknown"}
 	infoPortFields     = []string{"devinfo", "gids", "port"}
-	capabilitiesFields = []string{"atomic_cap", "device_cap_flags", "interfaces", "max_cq", "max_cqe", "max_dm_size",
-		"max_inline_data", "max_mr", "max_mr_size", "max_msg_size", "max_pd", "max_qp", "max_qp_wr", "max_sge",
-		"max_sge_rd", "max_srq", "mtu", "packet_pacing", "raw_packet_caps", "send_paths", "tso"}
+	capabilitiesFields = []string{"atomic_cap", "device_cap_flags", "flow_steering", "hca_core_clock", "interfaces",
+		"max_cq", "max_cqe", "max_dm_size", "max_inline_data", "max_mr", "max_mr_size", "max_msg_size", "max_pd", "max_qp",
+		"max_qp_wr", "max_raw_ethy_qp", "max_sge", "max_sge_rd", "max_srq", "mtu", "packet_pacing", "raw_packet_caps",
+		"send_paths", "tso"}
 	mtuFields      = []string{"active", "active_source", "max", "max_source", "port"}
 	tsoFields      = []string{"max_tso", "qp_types", "supported"}
 	pacingFields   = []string{"max_kbps", "min_kbps", "qp_types", "supported"}
+	steeringFields = []string{"features", "max_priority", "max_tag", "supported"}
+	clockFields    = []string{"clock_khz", "completion_timestamp_mask", "supported"}
 	portJSONFields = []string{"active_mtu", "active_mtu_source", "device", "lid", "link_layer", "max_mtu", "max_mtu_source",
 		"netdev", "netdev_mtu", "phys_state", "phys_state_code", "port", "provider", "rate_gbps", "sm_lid", "speed",
 		"state", "state_code", "width"}
 	gidFields     = []string{"device", "gid", "index", "netdev", "perftest_pick", "port", "raw", "type"}
 	checkFields   = []string{"counts", "engine", "exit_code", "findings", "result"}
 	findingFields = []string{"check", "fix", "severity", "what"}
-	pcapFields    = []string{"error", "file", "first_timestamp", "flow_count", "flows", "format", "frames", "icrc_errors",
+	pcapFields    = []string{"cm_mads", "cm_mads_omitted", "error", "file", "first_timestamp", "flow_count", "flows", "format", "frames", "icrc_errors",
 		"last_timestamp", "malformed_frames", "malformed_reasons", "non_roce_frames", "packets", "payload_bytes",
 		"truncated_frames"}
 	flowFields = []string{"acks", "becn", "cnps", "dest_qp", "dst", "fecn", "first_timestamp", "icrc_errors",
@@ -128,6 +131,8 @@ func TestJSONFieldNames(t *testing.T) {
 			if dev == "udp_eth0" {
 				assertKeys(t, "capabilities.tso", caps["tso"], tsoFields)
 				assertKeys(t, "capabilities.packet_pacing", caps["packet_pacing"], pacingFields)
+				assertKeys(t, "capabilities.flow_steering", caps["flow_steering"], steeringFields)
+				assertKeys(t, "capabilities.hca_core_clock", caps["hca_core_clock"], clockFields)
 			}
 		}
 		v := decode(t, run(t, env(), "--sysfs", roce, "info", "--json"))
@@ -184,7 +189,7 @@ func TestJSONFieldsDocumented(t *testing.T) {
 	}
 	var all []string
 	for _, l := range [][]string{deviceFields, infoFields, infoPortFields, capabilitiesFields, mtuFields, tsoFields,
-		pacingFields, portJSONFields, gidFields, checkFields, findingFields, pcapFields, flowFields} {
+		pacingFields, steeringFields, clockFields, portJSONFields, gidFields, checkFields, findingFields, pcapFields, flowFields} {
 		all = append(all, l...)
 	}
 	slices.Sort(all)

@@ -63,7 +63,7 @@ func TestKernelDeviceThroughVerbs(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	golden(t, "kernelverbs_info_v_mlx5_2.txt", r.stdout)
+	checkGolden(t, "kernelverbs_info_v_mlx5_2.txt", r.stdout)
 	for _, want := range []string{
 		"vendor_id:\t\t\t0x02c9", "max_qp:\t\t\t\t131072", "board_id:\t\t\tMT_0000000531",
 		"active_mtu:\t\t1024 (3)", "max_vl_num:\t\t8 (4)", "active_speed:\t\t25.0 Gbps (32)",

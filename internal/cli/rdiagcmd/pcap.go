@@ -21,7 +21,9 @@ import (
 // packets, payload_bytes, requests, responses, opcodes, psn_first,
 // psn_last, psn_gaps, psn_missing, retransmissions, acks, naks,
 // nak_syndromes, rnr_naks, cnps, fecn, becn, icrc_errors,
-// first_timestamp, last_timestamp).
+// first_timestamp, last_timestamp). cm_mads are the connection manager's
+// MADs (UD SEND_ONLY to QP 1), decoded: time, src, dst, attr, tid,
+// summary, and error when one does not decode.
 type pcapJSON struct {
 	File             string         `json:"file"`
 	Format           string         `json:"format"`
@@ -37,6 +39,8 @@ type pcapJSON struct {
 	FirstTimestamp   *time.Time     `json:"first_timestamp"`
 	LastTimestamp    *time.Time     `json:"last_timestamp"`
 	Flows            []*flows.Flow  `json:"flows"`
+	CMMADs           []flows.MAD    `json:"cm_mads"`
+	CMMADsOmitted    int            `json:"cm_mads_omitted"`
 	// Error is set when the capture is damaged after its header: the
 	// summary covers the frames before the damage.
 	Error *string `json:"error"`
@@ -51,7 +55,9 @@ func newPcapCmd(o *options) *cobra.Command {
 every RoCEv2 packet (UDP port 4791 over IPv4 or IPv6), verify its ICRC, and
 summarise each QP flow (one direction of traffic to one destination QP):
 packets, payload bytes, opcodes, PSN range, PSN gaps, retransmissions, ACKs,
-NAKs with their syndromes, RNR NAKs and ICRC failures.
+NAKs with their syndromes, RNR NAKs and ICRC failures. Connection manager
+MADs (UD SEND_ONLY to QP 1: REQ, REP, RTU, REJ, MRA, DREQ, DREP, SIDR_REQ,
+SIDR_REP, as rdma_cm sends them) are decoded and listed one per line.
 
 --mtu gives the path MTU so that an RDMA READ request's PSN span is exact;
 without it a gap is reported only beyond the widest span any MTU allows.`,
@@ -87,6 +93,10 @@ func (o *options) runPcap(w io.Writer, stdin io.Reader, file string, mtu int) er
 		TruncatedFrames: sum.TruncatedFrames, MalformedFrames: sum.MalformedFrames,
 		MalformedReasons: sum.MalformedReasons, FlowCount: sum.FlowCount,
 		FirstTimestamp: sum.FirstTimestamp, LastTimestamp: sum.LastTimestamp, Flows: sum.Flows,
+		CMMADs: sum.MADs, CMMADsOmitted: sum.MADsOmitted,
+	}
+	if out.CMMADs == nil {
+		out.CMMADs = []flows.MAD{}
 	}
 	if out.MalformedReasons == nil {
 		out.MalformedReasons = map[string]int{}
@@ -153,7 +163,35 @@ func writePcapTable(w io.Writer, s pcapJSON) error {
 			strconv.Itoa(f.PSNGaps), strconv.FormatInt(f.PSNMissing, 10), strconv.Itoa(f.Retransmits),
 			strconv.Itoa(f.ACKs), naks, strconv.Itoa(f.RNRNAKs), strconv.Itoa(f.ICRCErrors)})
 	}
-	return writeTable(w, header, rows)
+	if err := writeTable(w, header, rows); err != nil {
+		return err
+	}
+	return writeMADs(w, s)
+}
+
+// writeMADs lists the CM MADs, timed from the capture's first packet.
+func writeMADs(w io.Writer, s pcapJSON) error {
+	if len(s.CMMADs) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nconnection manager MADs: %d", len(s.CMMADs)+s.CMMADsOmitted)
+	if s.CMMADsOmitted > 0 {
+		fmt.Fprintf(w, " (the first %d listed)", len(s.CMMADs))
+	}
+	fmt.Fprintln(w)
+	var rows [][]string
+	for _, m := range s.CMMADs {
+		at := "-"
+		if s.FirstTimestamp != nil {
+			at = fmt.Sprintf("+%.6f", m.Time.Sub(*s.FirstTimestamp).Seconds())
+		}
+		what := m.Summary
+		if m.Error != "" {
+			what = fmt.Sprintf("%s tid %#x: does not decode: %s", orDash(m.Attr), m.TID, m.Error)
+		}
+		rows = append(rows, []string{at, m.Src.String(), m.Dst.String(), what})
+	}
+	return writeTable(w, []string{"TIME", "SRC", "DST", "MAD"}, rows)
 }
 
 // countsText prints a count map as "A=1 B=2", by key.

@@ -54,7 +54,7 @@ func TestPcap(t *testing.T) {
 		})
 	}
 	r := run(t, fakeEnv(), "pcap", pcapFile("rxe-rc.pcap"))
-	golden(t, "pcap_rxe-rc.txt", r.stdout)
+	checkGolden(t, "pcap_rxe-rc.txt", r.stdout)
 }
 
 // TestPcapICRCFailure corrupts one payload byte of the rxe capture: that
@@ -168,5 +168,38 @@ func TestPcapStdin(t *testing.T) {
 	}
 	if got.Packets != 74 || len(got.Flows) != 8 {
 		t.Errorf("packets %d, flows %d; want 74, 8", got.Packets, len(got.Flows))
+	}
+}
+
+// TestPcapCM: the connection manager's MADs of Linux's CM capture, listed
+// decoded in the table and in JSON.
+func TestPcapCM(t *testing.T) {
+	file := filepath.Join("..", "..", "..", "verbsio", "cm", "testdata", "rxe-cm1.pcap")
+	r := run(t, fakeEnv(), "pcap", "--json", file)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var got pcapJSON
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.CMMADs) != 50 || got.CMMADs[0].Attr != "REQ" || got.CMMADs[0].TID != 0x25990c418 {
+		t.Fatalf("%d CM MADs, first %+v", len(got.CMMADs), got.CMMADs[0])
+	}
+	r = run(t, fakeEnv(), "pcap", file)
+	for _, want := range []string{
+		"connection manager MADs: 50",
+		"+0.000000    10.77.0.2  10.77.0.1  REQ comm 0x18c49059 sid 0x0000000001061c06 qpn 0x11 psn 0xe8e10a RC mtu 1024",
+		"REJ comm 0x0->0x18c49059 of REQ reason 8 (invalid service ID) tid 0x25990c418",
+		"SIDR_REP id 0x17c49059 status 0 (success) qpn 0x18 qkey 0x1234567",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the table lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	// No MADs: an empty list, not null.
+	r = run(t, fakeEnv(), "pcap", "--json", pcapFile("rxe-rc.pcap"))
+	if !strings.Contains(r.stdout, `"cm_mads": []`) {
+		t.Errorf("JSON without MADs:\n%s", r.stdout)
 	}
 }

@@ -79,6 +79,7 @@ type options struct {
 	loopbackServer bool
 	udpOptions     // the udp fabric, GID selection, data validation (udp.go)
 	pathOptions    // the send path (path.go)
+	rdmacmOptions  // -R: rdma_cm (rdmacm.go)
 
 	fs *pflag.FlagSet
 	// fields maps the configuration's fields to the command's flags, for
@@ -201,6 +202,7 @@ func (o *options) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.timeout, "timeout", DefaultTimeout, specs["timeout"].usage)
 	o.registerUDP(fs)
 	o.registerPath(fs)
+	o.registerRDMACM(fs)
 	fs.BoolVar(&o.loopbackServer, loopbackServerFlag, false, "internal: the server process of --loopback")
 	fs.MarkHidden(loopbackServerFlag)
 	for name, sp := range specs {
@@ -443,6 +445,9 @@ func (o *options) validate(args []string) error {
 		return cli.Usagef("--json - and --hgrm - both want stdout; send one of them to a file")
 	}
 	if err := o.validateUDP(); err != nil {
+		return err
+	}
+	if err := o.validateRDMACM(); err != nil {
 		return err
 	}
 	if err := o.validatePath(); err != nil {

@@ -90,7 +90,7 @@ func loopbackWith(o *options, command []string, client func(*options) error) err
 	}
 	defer reap(0)
 
-	port, err := readPort(pr, loopbackStartWait)
+	port, udpPort, err := readPort(pr, loopbackStartWait)
 	if err != nil {
 		reap(loopbackExitWait)
 		if msg := serverMessage(serr, exitErr); msg != "" {
@@ -101,6 +101,9 @@ func loopbackWith(o *options, command []string, client func(*options) error) err
 
 	co := *o
 	co.loopback, co.host, co.port = false, "127.0.0.1", port
+	if udpPort > 0 {
+		co.peerUDPPort = udpPort // -R: the client's CM sends to the server's engine
+	}
 	clientErr := client(&co)
 	wait := loopbackExitWait
 	if clientErr != nil {
@@ -136,30 +139,36 @@ func serverFlags(fs *pflag.FlagSet) []string {
 	return args
 }
 
-// readPort reads "port N" from the server's pipe.
-func readPort(r *os.File, wait time.Duration) (int, error) {
+// readPort reads "port N" or "port N udp M" from the server's pipe: the
+// port it listens on and its engine's UDP port (0 if it has none).
+func readPort(r *os.File, wait time.Duration) (port, udpPort int, err error) {
 	r.SetReadDeadline(time.Now().Add(wait))
 	line, err := bufio.NewReader(r).ReadString('\n')
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return 0, fmt.Errorf("no port within %v", wait)
+			return 0, 0, fmt.Errorf("no port within %v", wait)
 		}
-		return 0, errors.New("it exited before listening")
+		return 0, 0, errors.New("it exited before listening")
 	}
-	var port int
-	if _, err := fmt.Sscanf(line, "port %d", &port); err != nil || port <= 0 {
-		return 0, fmt.Errorf("unexpected message %q", line)
+	n, _ := fmt.Sscanf(line, "port %d udp %d", &port, &udpPort)
+	if n < 1 || port <= 0 {
+		return 0, 0, fmt.Errorf("unexpected message %q", line)
 	}
-	return port, nil
+	return port, udpPort, nil
 }
 
-// reportPort tells the --loopback parent where the server listens.
-func reportPort(port int) {
+// reportPort tells the --loopback parent where the server listens and,
+// on the udp fabric, its engine's UDP port (for -R).
+func reportPort(port, udpPort int) {
 	f := os.NewFile(3, "loopback-port")
 	if f == nil {
 		return
 	}
-	f.WriteString("port " + strconv.Itoa(port) + "\n")
+	line := "port " + strconv.Itoa(port)
+	if udpPort > 0 {
+		line += " udp " + strconv.Itoa(udpPort)
+	}
+	f.WriteString(line + "\n")
 	f.Close()
 }
 

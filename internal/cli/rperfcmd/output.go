@@ -98,7 +98,12 @@ func (p *printer) connected(in session.Info) {
 	if o.checkData {
 		one("Data validation", "ON (every message's bytes checked)")
 	}
-	one("Data ex. method", "Ethernet (TCP, perftest's exchange)")
+	if o.rdmaCM {
+		one("rdma_cm QPs", "ON")
+		one("Data ex. method", "rdma_cm (SENDs on a connection the CM set up, perftest's -R)")
+	} else {
+		one("Data ex. method", "Ethernet (TCP, perftest's exchange)")
+	}
 	one("Peer", peerText(in))
 	one("Send path", o.pathLine())
 	one("Clock", clockText(p.clk))

@@ -219,7 +219,7 @@ func (c *pacingCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	var listening func(int)
 	if o.loopbackServer {
-		listening = reportPort
+		listening = func(port int) { reportPort(port, 0) }
 	}
 	return c.side(ctx, p, pc, stdout, stderr, listening)
 }

@@ -123,6 +123,9 @@ func newCompareCommand(c *pathsCmd, def session.Test, short, long string) (*path
 	}
 	fs := cmd.Flags()
 	c.o.register(fs)
+	for _, name := range []string{rdmaCMFlag, peerUDPPortFlag, sourceIPFlag} {
+		fs.MarkHidden(name) // the comparisons connect over TCP
+	}
 	c.helpDefaults(fs)
 	fs.StringVar(&c.testName, "test", def.Command(), "the test to run: "+c.testChoices())
 	fs.IntVar(&c.reps, "reps", paths.DefaultRepetitions, "runs per path, interleaved; each path's row is its median run")
@@ -190,6 +193,9 @@ func (c *pathsCmd) validate(args []string) error {
 	}
 	if o.changed("duration") {
 		return cli.Usagef("-D: %s compares runs of a fixed number of iterations; use -n", c.name)
+	}
+	if o.rdmaCM {
+		return cli.Usagef("-R: %s connects each run over TCP; rdma_cm (-R) is for the eight test commands", c.name)
 	}
 	if err := o.validate(args); err != nil {
 		return err
@@ -358,7 +364,7 @@ func (c *pathsCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	var listening func(int)
 	if o.loopbackServer {
-		listening = reportPort
+		listening = func(port int) { reportPort(port, 0) }
 	}
 	return c.side(ctx, p, stdout, stderr, listening)
 }

@@ -65,7 +65,14 @@ peers started with different ones), 3 rperf compare found a regression,
 	for _, t := range session.Tests {
 		root.AddCommand(newTestCommand(t))
 	}
-	root.AddCommand(newPathsCommand(), newDMLatCommand(), newPacingCommand())
+	for _, t := range session.RawTests {
+		if t == session.FSRate {
+			root.AddCommand(newFSRateCommand())
+			continue
+		}
+		root.AddCommand(newRawCommand(t))
+	}
+	root.AddCommand(newPathsCommand(), newDMLatCommand(), newPacingCommand(), newRpingCommand())
 	root.AddCommand(comparecmd.New(nil), plotcmd.New(nil))
 	root.AddCommand(suitecmd.New(nil))
 	return root

@@ -67,7 +67,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	}
 	var listening func(int)
 	if o.loopbackServer {
-		listening = reportPort
+		listening = func(port int) { reportPort(port, p.dev.UDPPort()) }
 	}
 	return runSide(ctx, o, p, stdout, stderr, listening)
 }
@@ -80,7 +80,13 @@ func runSide(ctx context.Context, o *options, p *prepared, stdout, stderr io.Wri
 		out = stderr // stdout carries the document
 	}
 	env := p.env
-	conn, err := connect(ctx, o, out, listening)
+	var conn *oob.Conn
+	var err error
+	if o.rdmaCM {
+		conn, err = connectCM(ctx, o, p.dev, out, listening)
+	} else {
+		conn, err = connect(ctx, o, out, listening)
+	}
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,9 @@
 //	first_timestamp   time of the first RoCEv2 packet (RFC 3339), if any
 //	last_timestamp    time of the last RoCEv2 packet, if any
 //	by_flow           the flows, in order of their first packet
+//	cm_mads           the connection manager's MADs (below), in order;
+//	                  absent when there are none
+//	cm_mads_omitted   CM MADs beyond the first MaxMADs, counted only
 //
 // Flow:
 //
@@ -81,6 +84,25 @@
 //	icrc_errors       packets whose ICRC did not verify
 //	first_timestamp   time of the flow's first packet
 //	last_timestamp    time of its last packet
+//
+// # Connection manager MADs
+//
+// A UD SEND_ONLY to QP 1 whose ICRC verifies carries a management datagram
+// (RoCE's QP1: Linux's ib_cm and rdma_cm, rperf's verbsio/cm); it is
+// counted in its flow like any packet and decoded with
+// verbsio/cm/mad.Decode into a MAD record:
+//
+//	time              the packet's time stamp
+//	src, dst          IP addresses
+//	attr              the CM message ("REQ", "REP", "RTU", "REJ", "MRA",
+//	                  "DREQ", "DREP", "SIDR_REQ", "SIDR_REP", or the
+//	                  attribute's number), empty when the header does not
+//	                  decode
+//	tid               the transaction ID
+//	summary           the message's one-line summary: the fields that
+//	                  identify it ("REQ comm 0x1cc49059 sid 0x...1064853
+//	                  qpn 0x15 psn 0x956d52 RC mtu 1024 ...->... tid ...")
+//	error             why the MAD does not decode, if it does not
 package flows
 
 import (
@@ -92,6 +114,7 @@ import (
 	"github.com/rperf/rperf/internal/pcap"
 	"github.com/rperf/rperf/internal/psn"
 	"github.com/rperf/rperf/internal/roce"
+	"github.com/rperf/rperf/verbsio/cm/mad"
 )
 
 // Summary is the result of summarising a capture.
@@ -109,7 +132,24 @@ type Summary struct {
 	FirstTimestamp   *time.Time     `json:"first_timestamp,omitempty"`
 	LastTimestamp    *time.Time     `json:"last_timestamp,omitempty"`
 	Flows            []*Flow        `json:"by_flow"`
+	MADs             []MAD          `json:"cm_mads,omitempty"`
+	MADsOmitted      int            `json:"cm_mads_omitted,omitempty"`
 }
+
+// MAD is a connection manager MAD of the capture (see the package doc).
+type MAD struct {
+	Time    time.Time  `json:"time"`
+	Src     netip.Addr `json:"src"`
+	Dst     netip.Addr `json:"dst"`
+	Attr    string     `json:"attr"`
+	TID     uint64     `json:"tid"`
+	Summary string     `json:"summary"`
+	Error   string     `json:"error,omitempty"`
+}
+
+// MaxMADs bounds the MAD records of a summary; later MADs are counted in
+// MADsOmitted.
+const MaxMADs = 10000
 
 // Flow is the summary of one flow; see the package documentation for what
 // a flow is and what each field counts.
@@ -283,6 +323,9 @@ func (s *Summariser) addPacket(ts time.Time, f *roce.Frame) {
 		return
 	}
 	op := bth.Opcode
+	if bth.DestQP == 1 && op == roce.UDSendOnly {
+		s.addMAD(ts, key, pkt.Payload)
+	}
 	fl.Opcodes[op.String()]++
 	fl.PayloadBytes += int64(len(pkt.Payload))
 	s.sum.PayloadBytes += int64(len(pkt.Payload))
@@ -318,6 +361,27 @@ func (s *Summariser) addPacket(ts time.Time, f *roce.Frame) {
 	case op.Kind() == roce.KindCNP:
 		fl.CNPs++
 	}
+}
+
+// addMAD decodes a CM MAD (a UD SEND_ONLY to QP 1).
+func (s *Summariser) addMAD(ts time.Time, key flowKey, payload []byte) {
+	if len(s.sum.MADs) == MaxMADs {
+		s.sum.MADsOmitted++
+		return
+	}
+	r := MAD{Time: ts, Src: key.src, Dst: key.dst}
+	m, err := mad.Decode(payload)
+	if err != nil {
+		r.Error = err.Error()
+		var h mad.Header
+		if h.Unmarshal(payload) == nil {
+			r.TID = h.TID
+			r.Attr = h.AttrID.String()
+		}
+	} else {
+		r.Attr, r.TID, r.Summary = m.AttrID.String(), m.TID, m.String()
+	}
+	s.sum.MADs = append(s.sum.MADs, r)
 }
 
 // seePSN records a request or response PSN for psn_first and psn_last.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -445,4 +446,54 @@ func FuzzSummarise(f *testing.F) {
 			t.Fatalf("flow packets %d, total %d", n, s.Packets)
 		}
 	})
+}
+
+// TestCMMADs: the connection manager's MADs of Linux's CM capture decode
+// (50, none broken, the first the rping REQ to a port nobody listened on
+// and its REJ); a MAD whose header is not the CM's is listed with why, and
+// MADs to QP 1 are also counted in their flows.
+func TestCMMADs(t *testing.T) {
+	s := summariseFile(t, "../../../verbsio/cm/testdata/rxe-cm1.pcap", Options{})
+	if len(s.MADs) != 50 || s.MADsOmitted != 0 {
+		t.Fatalf("%d MADs (%d omitted), want 50", len(s.MADs), s.MADsOmitted)
+	}
+	for i, m := range s.MADs {
+		if m.Error != "" || m.Summary == "" {
+			t.Errorf("MAD %d: %+v", i, m)
+		}
+	}
+	first, rej := s.MADs[0], s.MADs[1]
+	if first.Attr != "REQ" || first.TID != 0x25990c418 || first.Src != netip.MustParseAddr("10.77.0.2") ||
+		first.Summary != "REQ comm 0x18c49059 sid 0x0000000001061c06 qpn 0x11 psn 0xe8e10a RC mtu 1024 ::ffff:10.77.0.2->::ffff:10.77.0.1 tid 0x25990c418" {
+		t.Errorf("first MAD %+v", first)
+	}
+	if rej.Attr != "REJ" || !strings.Contains(rej.Summary, "reason 8 (invalid service ID)") {
+		t.Errorf("second MAD %+v", rej)
+	}
+	qp1 := 0
+	for _, fl := range s.Flows {
+		if fl.DestQP == 1 {
+			qp1 += fl.Packets
+		}
+	}
+	if qp1 != 50 {
+		t.Errorf("flows to QP 1 hold %d packets, want 50", qp1)
+	}
+
+	b := newBuilder(t, pcap.LinkTypeEthernet)
+	payload := make([]byte, 256)
+	payload[0], payload[1], payload[2], payload[3] = 1, 0x04, 2, 3 // class 0x04 (performance), not the CM
+	payload[16], payload[17] = 0x00, 0x10
+	b.add(hostA, hostB, roce.Packet{BTH: roce.BTH{Opcode: roce.UDSendOnly, PKey: roce.DefaultPKey, DestQP: 1},
+		DETH: roce.DETH{QKey: 0x80010000, SrcQP: 1}, Payload: payload})
+	b.add(hostA, hostB, roce.Packet{BTH: roce.BTH{Opcode: roce.UDSendOnly, PKey: roce.DefaultPKey, DestQP: 1},
+		DETH: roce.DETH{QKey: 0x80010000, SrcQP: 1}, Payload: payload[:100]})
+	got, err := Summarise(&b.buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.MADs) != 2 || got.MADs[0].Attr != "REQ" || !strings.Contains(got.MADs[0].Error, "class") ||
+		got.MADs[1].Attr != "REQ" || !strings.Contains(got.MADs[1].Error, "100 bytes") {
+		t.Errorf("broken MADs %+v", got.MADs)
+	}
 }

@@ -47,7 +47,7 @@ func Skip(t testing.TB) {
 // Fields writes frames (Ethernet) into a pcap file under t.TempDir(), runs
 // tshark over it with IP, TCP and UDP checksum validation on and returns,
 // per frame, the values of fields (several occurrences of one field, such
-// as the outer and inner ip.id of a VXLAN frame, are joined by "/").
+// as the outer and inner ip.id of a VXLAN frame, are joined by ";").
 // A frame's pcap file is kept in the temporary directory when t fails.
 func Fields(t testing.TB, frames [][]byte, fields ...string) [][]string {
 	t.Helper()

@@ -124,6 +124,28 @@ func Results[C any](tb testing.TB, open func() (*verbsio.Context, error), run Ru
 	return srv, cli, srvErr, cliErr
 }
 
+// MustShm0 is MustResults with cfg on both sides over shm0.
+func MustShm0[C any](tb testing.TB, run Runner[C], cfg C) (srv, cli []reports.Result) {
+	tb.Helper()
+	return MustResults(tb, Shm0, run, cfg, cfg)
+}
+
+// QPTimeout is the ACK timeout exponent the tests that run both sides on
+// udp_lo use: 16, 268 ms a try and 2.1 s for the eight tries. Both sides
+// are one process whose engines progress only when their loops poll, and
+// a loaded machine keeps a thread off the CPUs for 0.3-0.4 s at a time;
+// with the default 14 (537 ms in all) both sides of a bidirectional
+// write_bw ran out of retries under -race at load 18.
+const QPTimeout = 16
+
+// StallWindow is the sample window of the duration-mode tests that check
+// what a run carries (its stop message, its validation), not how much:
+// longer than the CPU stalls of a loaded machine (a spinning probe lost
+// its CPU for 292 and 407 ms within 8 s at load 10 on the two-CPU
+// development host), because a window in which nothing completed is an
+// error, rightly.
+const StallWindow = 800 * time.Millisecond
+
 // MustResults is Results that ends the test if either side fails.
 func MustResults[C any](tb testing.TB, open func() (*verbsio.Context, error), run Runner[C], srvCfg, cliCfg C) (srv, cli []reports.Result) {
 	tb.Helper()

@@ -169,6 +169,59 @@ static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	return k;
 }
 
+/* The extended CQ's poll API over the same completions. */
+static struct fake *fake_of_cqx(struct ibv_cq_ex *cq)
+{
+	return fake_of(cq->context);
+}
+
+static void fake_cqx_load(struct fake *f)
+{
+	f->cur = f->wcpos++;
+	f->cqx.wr_id = f->wc[f->cur].wr_id;
+	f->cqx.status = f->wc[f->cur].status;
+}
+
+static int fake_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
+{
+	struct fake *f = fake_of_cqx(cq);
+
+	(void)attr;
+	f->start_calls++;
+	if (f->poll_err)
+		return EIO;
+	if (f->wcpos >= f->nwc)
+		return ENOENT;
+	fake_cqx_load(f);
+	return 0;
+}
+
+static int fake_next_poll(struct ibv_cq_ex *cq)
+{
+	struct fake *f = fake_of_cqx(cq);
+
+	if (f->wcpos >= f->nwc)
+		return ENOENT;
+	fake_cqx_load(f);
+	return 0;
+}
+
+static void fake_end_poll(struct ibv_cq_ex *cq) { (void)cq; }
+
+#define FAKE_CUR(cq) (fake_of_cqx(cq)->wc[fake_of_cqx(cq)->cur])
+static enum ibv_wc_opcode fake_read_opcode(struct ibv_cq_ex *cq) { return FAKE_CUR(cq).opcode; }
+static uint32_t fake_read_vendor_err(struct ibv_cq_ex *cq) { return FAKE_CUR(cq).vendor_err; }
+static uint32_t fake_read_byte_len(struct ibv_cq_ex *cq) { return FAKE_CUR(cq).byte_len; }
+static __be32 fake_read_imm_data(struct ibv_cq_ex *cq) { return FAKE_CUR(cq).imm_data; }
+static uint32_t fake_read_qp_num(struct ibv_cq_ex *cq) { return FAKE_CUR(cq).qp_num; }
+static uint32_t fake_read_src_qp(struct ibv_cq_ex *cq) { return FAKE_CUR(cq).src_qp; }
+static unsigned int fake_read_wc_flags(struct ibv_cq_ex *cq) { return FAKE_CUR(cq).wc_flags; }
+static uint32_t fake_read_slid(struct ibv_cq_ex *cq) { return FAKE_CUR(cq).slid; }
+static uint8_t fake_read_sl(struct ibv_cq_ex *cq) { return FAKE_CUR(cq).sl; }
+static uint8_t fake_read_dlid_path_bits(struct ibv_cq_ex *cq) { return FAKE_CUR(cq).dlid_path_bits; }
+static uint64_t fake_read_completion_ts(struct ibv_cq_ex *cq) { return fake_of_cqx(cq)->ts[fake_of_cqx(cq)->cur]; }
+static uint32_t fake_read_flow_tag(struct ibv_cq_ex *cq) { return fake_of_cqx(cq)->tag[fake_of_cqx(cq)->cur]; }
+
 static int fake_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
 	(void)solicited_only;
@@ -389,6 +442,23 @@ struct fake *fake_new(void)
 	f->qp.qp_num = 0x1234;
 	f->cq.context = &f->ctx;
 	f->cq.cqe = FAKE_MAX;
+	f->cqx.context = &f->ctx;
+	f->cqx.cqe = FAKE_MAX;
+	f->cqx.start_poll = fake_start_poll;
+	f->cqx.next_poll = fake_next_poll;
+	f->cqx.end_poll = fake_end_poll;
+	f->cqx.read_opcode = fake_read_opcode;
+	f->cqx.read_vendor_err = fake_read_vendor_err;
+	f->cqx.read_byte_len = fake_read_byte_len;
+	f->cqx.read_imm_data = fake_read_imm_data;
+	f->cqx.read_qp_num = fake_read_qp_num;
+	f->cqx.read_src_qp = fake_read_src_qp;
+	f->cqx.read_wc_flags = fake_read_wc_flags;
+	f->cqx.read_slid = fake_read_slid;
+	f->cqx.read_sl = fake_read_sl;
+	f->cqx.read_dlid_path_bits = fake_read_dlid_path_bits;
+	f->cqx.read_completion_ts = fake_read_completion_ts;
+	f->cqx.read_flow_tag = fake_read_flow_tag;
 	f->srq.context = &f->ctx;
 
 	f->verbs.query_device_ex = fake_query_device_ex;

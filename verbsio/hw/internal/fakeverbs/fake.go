@@ -148,7 +148,17 @@ type WC struct {
 	SLID         uint16
 	SL           uint8
 	DLIDPathBits uint8
+	Timestamp    uint64 // the extended CQ's completion timestamp
+	FlowTag      uint32 // the extended CQ's flow tag
 }
+
+// CQEx is the fake's extended CQ (struct ibv_cq_ex *): the same queued
+// completions through the start/next/end poll API, with each one's
+// Timestamp and FlowTag.
+func (f *Fake) CQEx() unsafe.Pointer { return unsafe.Pointer(&f.f.cqx) }
+
+// StartPollCalls is the number of start_poll calls made on CQEx.
+func (f *Fake) StartPollCalls() int { return int(f.f.start_calls) }
 
 // PushWC queues a completion for the CQ to return.
 func (f *Fake) PushWC(w WC) {
@@ -170,6 +180,8 @@ func (f *Fake) PushWC(w WC) {
 	c.slid = C.uint16_t(w.SLID)
 	c.sl = C.uint8_t(w.SL)
 	c.dlid_path_bits = C.uint8_t(w.DLIDPathBits)
+	f.f.ts[f.f.nwc] = C.uint64_t(w.Timestamp)
+	f.f.tag[f.f.nwc] = C.uint32_t(w.FlowTag)
 	f.f.nwc++
 }
 

@@ -70,6 +70,14 @@ struct fake {
 	struct fake_recv recv[FAKE_MAX];
 	int nwc, wcpos;
 	struct ibv_wc wc[FAKE_MAX];
+	// The extended CQ (ibv_create_cq_ex's), over the same queued
+	// completions: each one's timestamp and flow tag beside it; cur is
+	// the entry start_poll or next_poll made current.
+	struct ibv_cq_ex cqx;
+	uint64_t ts[FAKE_MAX];
+	uint32_t tag[FAKE_MAX];
+	int cur;
+	int start_calls;
 	int poll_calls;
 	int poll_err;
 	int notify_calls;

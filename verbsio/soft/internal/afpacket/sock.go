@@ -110,3 +110,30 @@ func SetFeature(ifname string, o Offload, on bool) error {
 	}
 	return nil
 }
+
+// ethtoolDrvinfo is struct ethtool_drvinfo (ETHTOOL_GDRVINFO).
+type ethtoolDrvinfo struct {
+	cmd                                                    uint32
+	driver, version, fwVersion, busInfo, eromVersion       [32]byte
+	_                                                      [12]byte
+	nPrivFlags, nStats, testinfoLen, eedumpLen, regdumpLen uint32
+}
+
+// Driver returns the name of the device's driver ("veth", "bridge",
+// "virtio_net", "mlx5_core", ...), in the calling thread's network
+// namespace.
+func Driver(ifname string) (string, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	info := ethtoolDrvinfo{cmd: 0x3} // ETHTOOL_GDRVINFO
+	var r ifreqData
+	copy(r.name[:], ifname)
+	r.data = unsafe.Pointer(&info)
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&r))); e != 0 {
+		return "", fmt.Errorf("afpacket: ethtool driver info of %s: %w", ifname, e)
+	}
+	return unix.ByteSliceToString(info.driver[:]), nil
+}

@@ -78,3 +78,57 @@ func l4Checksum(seg []byte, src, dst []byte, proto uint8) {
 	}
 	binary.BigEndian.PutUint16(seg[off:], c)
 }
+
+// VerifyChecksums reports whether a received frame's checksums are good,
+// as a NIC's receive checksum offload reports IP_CSUM_OK: the frame has an
+// IP header and a TCP or UDP header (not in a later fragment), every IPv4
+// header checksum is right, the innermost TCP or UDP checksum is right,
+// and so is a VXLAN frame's outer UDP checksum unless it is zero over
+// IPv4 (RFC 7348). A UDP checksum of zero over IPv4 means "none" and
+// passes; an IP length beyond the frame fails. tag is a tag the kernel
+// took out of the frame, if any. It does not allocate.
+func VerifyChecksums(frame []byte, tag Tag) bool {
+	var l Layers
+	Parse(frame, tag, &l)
+	if l.Has&(HasTCP|HasUDP) == 0 || l.Has&HasFragment != 0 {
+		return false
+	}
+	if l.Has&HasIPv4 != 0 && Checksum(frame[l.L3:l.L4]) != 0 {
+		return false
+	}
+	if l.Has&HasInnerIPv4 != 0 && Checksum(frame[l.InnerL3:l.InnerL4]) != 0 {
+		return false
+	}
+	if l.Has&(HasInnerTCP|HasInnerUDP) != 0 {
+		if !l4Good(frame, int(l.InnerL3), int(l.InnerL4), l.Has&HasInnerIPv4 != 0, l.Has&HasInnerTCP != 0) {
+			return false
+		}
+	}
+	return l4Good(frame, int(l.L3), int(l.L4), l.Has&HasIPv4 != 0, l.Has&HasTCP != 0)
+}
+
+// l4Good verifies the checksum of the transport header at l4 whose IP
+// header is at l3, over the segment the IP length gives.
+func l4Good(f []byte, l3, l4 int, v4, tcp bool) bool {
+	var src, dst []byte
+	var end int
+	if v4 {
+		src, dst = f[l3+12:l3+16], f[l3+16:l3+20]
+		end = l3 + int(binary.BigEndian.Uint16(f[l3+2:]))
+	} else {
+		src, dst = f[l3+8:l3+24], f[l3+24:l3+40]
+		end = l3 + IPv6Len + int(binary.BigEndian.Uint16(f[l3+4:]))
+	}
+	proto, hdr := uint8(ProtoUDP), UDPLen
+	if tcp {
+		proto, hdr = ProtoTCP, TCPLen
+	}
+	if end > len(f) || end < l4+hdr {
+		return false
+	}
+	seg := f[l4:end]
+	if !tcp && v4 && binary.BigEndian.Uint16(seg[6:]) == 0 {
+		return true // no UDP checksum
+	}
+	return Fold(Sum(pseudoSum(src, dst, proto, len(seg)), seg)) == 0xffff
+}

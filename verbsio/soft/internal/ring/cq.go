@@ -3,6 +3,7 @@ package ring
 import (
 	"errors"
 	"sync/atomic"
+	"time"
 	"unsafe"
 )
 
@@ -30,7 +31,10 @@ type CQHeader struct {
 	Overrun atomic.Uint32 // count of completions dropped because the ring was full
 	Lost    atomic.Uint32 // count of slots skipped because their producer died
 	Depth   uint32        // slots, a power of two
-	_       [44]byte
+	// Flags are the ring's options (FlagTimestamp), set by the owner at
+	// creation; producers in any process read them.
+	Flags atomic.Uint32
+	_     [40]byte
 	// DBRec is the consumer's doorbell record (direct verbs): an
 	// application that reads entries straight from the ring stores the
 	// position after the last one it read; the owner's engine frees the
@@ -51,8 +55,20 @@ type CQE struct {
 	Status    uint8
 	Opcode    uint8
 	Flags     uint8
-	_         [5]byte
+	_         uint8
+	FlowTag   uint32 // receives: the tag of the steering rule that delivered it
+	Timestamp uint64 // when the completion was produced, ns of CLOCK_REALTIME (FlagTimestamp)
 }
+
+// FlagTimestamp in CQHeader.Flags asks producers to stamp every entry:
+// Push sets CQE.Timestamp, unless the producer set it already (a raw
+// receive carries the kernel's stamp of its frame).
+const FlagTimestamp = 1 << 0
+
+// Clock is the engine's completion clock: nanoseconds of CLOCK_REALTIME
+// (the clock the kernel stamps received frames with), read through the
+// vDSO without allocating.
+func Clock() uint64 { return uint64(time.Now().UnixNano()) }
 
 type cqSlot struct {
 	state atomic.Uint64
@@ -141,6 +157,9 @@ func (r CQ) Push(e *CQE, pid uint32) bool {
 				continue
 			}
 			r.hdr.Tail.CompareAndSwap(t, t+1)
+			if e.Timestamp == 0 && r.hdr.Flags.Load()&FlagTimestamp != 0 {
+				e.Timestamp = Clock()
+			}
 			s.e = *e
 			s.state.Store(ready(t))
 			if r.hdr.Armed.Load() != 0 {

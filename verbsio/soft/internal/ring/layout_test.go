@@ -52,6 +52,7 @@ func TestDVLayout(t *testing.T) {
 		{"Overrun", uintptr(unsafe.Pointer(&h.Overrun)) - base, dv.CQOverrunOff},
 		{"Lost", uintptr(unsafe.Pointer(&h.Lost)) - base, dv.CQLostOff},
 		{"Depth", uintptr(unsafe.Pointer(&h.Depth)) - base, dv.CQDepthOff},
+		{"Flags", uintptr(unsafe.Pointer(&h.Flags)) - base, dv.CQFlagsOff},
 		{"DBRec", uintptr(unsafe.Pointer(&h.DBRec)) - base, dv.CQDBRecOff},
 	} {
 		if c.off != uintptr(c.want) {
@@ -103,7 +104,7 @@ func TestDVReadsPushedEntries(t *testing.T) {
 	}
 	for round := uint32(0); round < 3; round++ {
 		for i := uint32(0); i < depth; i++ {
-			e := CQE{WRID: uint64(round*100 + i), ByteLen: 4096 + i, Imm: 0xabcd, QPN: 0x123, SrcQP: 0x456, SQIdx: i, VendorErr: 9, Status: 5, Opcode: 2, Flags: 1}
+			e := CQE{WRID: uint64(round*100 + i), ByteLen: 4096 + i, Imm: 0xabcd, QPN: 0x123, SrcQP: 0x456, SQIdx: i, VendorErr: 9, Status: 5, Opcode: 2, Flags: 1, FlowTag: 0xabcdef, Timestamp: 1<<62 + uint64(i)}
 			if !r.Push(&e, 1) {
 				t.Fatalf("round %d: push %d refused", round, i)
 			}
@@ -119,7 +120,7 @@ func TestDVReadsPushedEntries(t *testing.T) {
 				t.Fatalf("slot %d: state %#x, want ready %#x", pos, state(pos), dv.ReadyState(pos))
 			}
 			got := *entry(pos)
-			want := dv.CQE{WRID: uint64(round*100 + i), ByteLen: 4096 + i, Imm: 0xabcd, QPN: 0x123, SrcQP: 0x456, WQEIndex: i, VendorErr: 9, Status: 5, Opcode: 2, Flags: 1}
+			want := dv.CQE{WRID: uint64(round*100 + i), ByteLen: 4096 + i, Imm: 0xabcd, QPN: 0x123, SrcQP: 0x456, WQEIndex: i, VendorErr: 9, Status: 5, Opcode: 2, Flags: 1, FlowTag: 0xabcdef, Timestamp: 1<<62 + uint64(i)}
 			if got != want {
 				t.Fatalf("slot %d: read %+v, want %+v", pos, got, want)
 			}

@@ -1,0 +1,783 @@
+package rperfcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rperf/rperf/internal/cli"
+	"github.com/rperf/rperf/internal/clock"
+	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/reports/table"
+	"github.com/rperf/rperf/tests/raw"
+	"github.com/rperf/rperf/tests/session"
+	"github.com/rperf/rperf/verbsio"
+)
+
+// The raw Ethernet commands, raw-bw and raw-lat: perftest's
+// raw_ethernet_bw and raw_ethernet_lat with perftest's raw flags. Both
+// sides are configured from the command line; there is no out-of-band
+// connection (package tests/raw).
+
+// DefaultRawPort is the UDP/TCP port of the raw tests' frames on both
+// sides when -k/-K are not given.
+const DefaultRawPort = 18515
+
+// rawOptions holds the flags of a raw command.
+type rawOptions struct {
+	test        session.Test
+	fs          *pflag.FlagSet
+	device      string
+	size        int
+	iters       int
+	txDepth     int
+	rxDepth     int
+	warmup      int
+	srcMAC      string
+	dstMAC      string
+	srcIP       string
+	dstIP       string
+	srcPort     int
+	dstPort     int
+	server      bool
+	client      bool
+	tcp         bool
+	flows       int
+	flowsBurst  int
+	tos         int
+	flowLabel   int
+	ipv6        bool
+	vlan        bool
+	vlanPCP     int
+	timestamps  bool
+	percentiles string
+	jsonPath    string
+	timeout     time.Duration
+	gbits       bool
+	burstSize   int
+	rateLimit   float64
+	rateUnits   string
+	rateType    string
+	all         bool
+	tclass      int
+	sniffer     bool
+	promisc     bool
+	typicalPkt  int
+	mcast       bool
+
+	pcts []float64
+	mbps float64 // --rate_limit in Mb/s
+}
+
+// latTable reports whether this side prints latency rows: the raw-lat
+// client and the raw-burst-lat client.
+func (o *rawOptions) latTable() bool {
+	return !o.server && (o.test == session.RawLat || o.test == session.RawBurstLat)
+}
+
+// rawFlagFields maps tests/raw's configuration fields to the flags that
+// set them, for the problems Check reports.
+var rawFlagFields = map[string]string{
+	"Sizes": "size", "Iterations": "iters", "TxDepth": "tx-depth", "RxDepth": "rx-depth", "Warmup": "warmup",
+	"DstMAC": "dest_mac", "Flows": "flows", "FlowsBurst": "flows_burst", "VLANPCP": "vlan_pcp",
+	"CompletionTimestamps": "completion-timestamps", "Percentiles": "percentiles", "BurstSize": "burst_size",
+	"RateMbps": "rate_limit", "HWPacing": "rate_limit_type", "Multicast": "raw_mcast",
+}
+
+func newRawCommand(t session.Test) *cobra.Command {
+	o := &rawOptions{test: t}
+	what := map[session.Test]string{session.RawBW: "bandwidth", session.RawLat: "latency", session.RawBurstLat: "latency under a burst load"}[t]
+	cmd := &cobra.Command{
+		Use:   t.Command(),
+		Short: "raw Ethernet " + what + " on a RAW_PACKET QP (perftest's " + t.Name() + ")",
+		Long: fmt.Sprintf(`Raw Ethernet %[1]s: whole frames (Ethernet, IPv4 or IPv6, UDP or TCP)
+on a RAW_PACKET QP, perftest's %[2]s. As in perftest there is no
+out-of-band connection: each side is told its role (--server/-Z or
+--client/-P), its own addresses (-B, -j, -k) and the peer's (-E, -J, -K)
+on the command line, and the server must be started first. The server
+steers frames to its MAC and port to its QP with a flow rule. -B and -j
+default to the device's netdev's addresses; -s is the whole frame
+without the FCS (64 bytes up to the MTU). The built-in engine's
+raw_<netdev> devices need CAP_NET_RAW.
+
+Examples:
+  rperf %[3]s -d raw_eth0 -Z -E 02:00:00:00:00:02 -J 10.0.0.2
+  rperf %[3]s -d raw_eth0 -P -E 02:00:00:00:00:01 -J 10.0.0.1 -s 64 -n 100000`, what, t.Name(), t.Command()),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return oneLine(o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
+	}
+	o.register(cmd.Flags())
+	return cmd
+}
+
+func (o *rawOptions) register(fs *pflag.FlagSet) {
+	o.fs = fs
+	fs.SortFlags = false
+	t := o.test
+	fs.StringVarP(&o.device, "ib-dev", "d", "", "raw device: the built-in engine's raw_<netdev>, or a kernel device with RAW_PACKET QPs")
+	fs.IntVarP(&o.size, "size", "s", t.DefaultSize(), "frame size in bytes, headers included, FCS excluded")
+	fs.BoolVarP(&o.all, "all", "a", false, "every frame size from 64 bytes, doubling, up to the netdev's MTU (both sides)")
+	fs.IntVarP(&o.iters, "iters", "n", t.DefaultIterations(), "frames (raw-bw) or round trips (raw-lat) per size")
+	fs.IntVarP(&o.txDepth, "tx-depth", "t", t.DefaultTxDepth(), "send queue depth: frames outstanding")
+	fs.IntVarP(&o.rxDepth, "rx-depth", "r", session.DefaultRxDepth, "receives kept posted")
+	fs.IntVar(&o.warmup, "warmup", 0, "unmeasured frames or round trips before each size")
+	fs.StringVarP(&o.srcMAC, "source_mac", "B", "", "this side's MAC address (default: the netdev's)")
+	fs.StringVarP(&o.dstMAC, "dest_mac", "E", "", "the peer's MAC address (required)")
+	fs.StringVarP(&o.srcIP, "source_ip", "j", "", "this side's IP address (default: the netdev's)")
+	fs.StringVarP(&o.dstIP, "dest_ip", "J", "", "the peer's IP address (required)")
+	fs.IntVarP(&o.srcPort, "source_port", "k", DefaultRawPort, "this side's UDP or TCP port")
+	fs.IntVarP(&o.dstPort, "dest_port", "K", DefaultRawPort, "the peer's UDP or TCP port")
+	fs.BoolVarP(&o.server, "server", "Z", false, "the server side: receives (raw-bw) or answers pings (raw-lat)")
+	fs.BoolVarP(&o.client, "client", "P", false, "the client side: sends and measures")
+	fs.BoolVar(&o.tcp, "tcp", false, "TCP headers instead of UDP")
+	fs.IntVar(&o.flows, "flows", 1, "flows the client sends: ports -k+i and -K+i for flow i")
+	fs.IntVar(&o.flowsBurst, "flows_burst", 1, "frames to one flow before the next")
+	fs.IntVar(&o.tos, "tos", 0, "IPv4 type of service (IPv6: traffic class), 0 to 255")
+	fs.IntVar(&o.tclass, "tclass", 0, "IPv6 traffic class, 0 to 255 (with --raw_ipv6; --tos sets the same field)")
+	fs.IntVar(&o.flowLabel, "flow_label", 0, "IPv6 flow label, 0 to 1048575")
+	fs.BoolVar(&o.ipv6, "raw_ipv6", false, "IPv6 headers (with -j/-J IPv6 addresses)")
+	fs.BoolVar(&o.vlan, "vlan_en", false, "add an 802.1Q tag (VLAN 1)")
+	fs.IntVar(&o.vlanPCP, "vlan_pcp", 0, "with --vlan_en: the tag's priority, 0 to 7")
+	fs.BoolVar(&o.sniffer, "sniffer", false, "the server's rule is a sniffer: a copy of every frame of the port")
+	fs.BoolVar(&o.promisc, "promiscuous", false, "the server's rule takes every frame no other rule took (all-default)")
+	fs.StringVar(&o.jsonPath, "json", "", "write the results as an rperf/v1 JSON document to FILE (- for stdout)")
+	fs.DurationVar(&o.timeout, "timeout", DefaultTimeout, "longest silence mid-run (a server waits 10x this for the first frame)")
+	if t == session.RawLat {
+		fs.BoolVar(&o.timestamps, "completion-timestamps", false, "also time each round trip from the completion timestamps (device clock), printed beside the software clock")
+		fs.StringVar(&o.percentiles, "percentiles", "", "percentiles of the true statistics (default 50,90,99,99.9,99.99)")
+	} else {
+		fs.BoolVar(&o.gbits, "report_gbits", false, "report bandwidth in Gb/s (10^9 bits) instead of MiB/s")
+	}
+	if t == session.RawBW {
+		fs.BoolVar(&o.mcast, "raw_mcast", false, "send to the IPv4 multicast group -J at its MAC (no -E); the server takes the group's frames")
+	}
+	if t == session.RawBurstLat {
+		fs.StringVar(&o.percentiles, "percentiles", "", "percentiles of the true statistics (default 50,90,99,99.9,99.99)")
+		fs.IntVar(&o.burstSize, "burst_size", 0, "frames posted at once (default: the tx depth)")
+	}
+	if t != session.RawLat {
+		def := map[bool]string{true: "SW", false: "PP"}[t == session.RawBurstLat]
+		fs.Float64Var(&o.rateLimit, "rate_limit", 0, "pace the client's frames to this rate (--rate_units); 0: as fast as the queue allows")
+		fs.StringVar(&o.rateUnits, "rate_units", "g", "--rate_limit's unit: M (Mb/s), g (Gb/s) or p (frames per second)")
+		fs.StringVar(&o.rateType, "rate_limit_type", def, "SW: bursts spaced in software (raw-burst-lat); PP: the QP's packet pacing (rate_limit)")
+		fs.IntVar(&o.typicalPkt, "typical_pkt_size", 0, "with PP: the typical frame size the pacing is set for (default -s)")
+	}
+}
+
+// validate checks the flags' spelling and roles before any device opens.
+func (o *rawOptions) validate() error {
+	switch {
+	case o.device == "":
+		return cli.Usagef("-d: give the raw device, e.g. -d raw_eth0 (the built-in engine's raw device over eth0)")
+	case o.server == o.client:
+		return cli.Usagef("give the side's role: --server (-Z) or --client (-P), exactly one")
+	case o.mcast && o.dstMAC != "":
+		return cli.Usagef("--raw_mcast sends to the group's MAC, derived from -J: drop -E")
+	case o.mcast && o.ipv6:
+		return cli.Usagef("--raw_mcast sends to an IPv4 group: drop --raw_ipv6")
+	case o.dstMAC == "" && !o.mcast:
+		return cli.Usagef("-E: give the peer's MAC address (--dest_mac): raw frames carry it")
+	case o.dstIP == "":
+		return cli.Usagef("-J: give the peer's IP address (--dest_ip): raw frames carry it")
+	case o.timeout <= 0:
+		return cli.Usagef("--timeout %v: must be positive, e.g. 30s", o.timeout)
+	case o.all && o.fs.Changed("size"):
+		return cli.Usagef("-a and -s conflict: -a runs every size from 64 bytes to the MTU; drop one of them")
+	case o.srcPort < 1 || o.srcPort > 65535:
+		return cli.Usagef("-k %d: not a UDP or TCP port (1 to 65535)", o.srcPort)
+	case o.dstPort < 1 || o.dstPort > 65535:
+		return cli.Usagef("-K %d: not a UDP or TCP port (1 to 65535)", o.dstPort)
+	case o.tos < 0 || o.tos > 255:
+		return cli.Usagef("--tos %d: a type of service is 0 to 255", o.tos)
+	case o.flowLabel < 0 || o.flowLabel > 0xfffff:
+		return cli.Usagef("--flow_label %d: a flow label is 0 to 1048575", o.flowLabel)
+	case o.flowLabel != 0 && !o.ipv6:
+		return cli.Usagef("--flow_label is an IPv6 field: add --raw_ipv6")
+	case o.fs.Changed("tclass") && !o.ipv6:
+		return cli.Usagef("--tclass is the IPv6 traffic class: add --raw_ipv6, or use --tos for IPv4")
+	case o.fs.Changed("tclass") && o.fs.Changed("tos"):
+		return cli.Usagef("--tclass and --tos set the same field: give one of them")
+	case o.tclass < 0 || o.tclass > 255:
+		return cli.Usagef("--tclass %d: a traffic class is 0 to 255", o.tclass)
+	case o.sniffer && o.promisc:
+		return cli.Usagef("--sniffer and --promiscuous are two kinds of the server's one rule: give one of them")
+	case (o.sniffer || o.promisc) && !o.server:
+		return cli.Usagef("--sniffer and --promiscuous choose the server's rule: add --server (-Z)")
+	case o.fs.Changed("vlan_pcp") && !o.vlan:
+		return cli.Usagef("--vlan_pcp is the tag's priority: add --vlan_en")
+	}
+	if o.mcast {
+		if ip, err := netip.ParseAddr(o.dstIP); err == nil && (!ip.Is4() || !ip.IsMulticast()) {
+			return cli.Usagef("--raw_mcast: -J %s is not an IPv4 multicast group; give one in 224.0.0.0/4 (e.g. 239.1.1.1), the same on both sides", o.dstIP)
+		}
+	} else if _, err := parseMAC("-E", o.dstMAC); err != nil {
+		return err
+	}
+	if o.srcMAC != "" {
+		if _, err := parseMAC("-B", o.srcMAC); err != nil {
+			return err
+		}
+	}
+	for _, a := range []struct{ flag, v string }{{"-J", o.dstIP}, {"-j", o.srcIP}} {
+		if a.v == "" {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.v)
+		if err != nil || ip.Zone() != "" {
+			return cli.Usagef("%s %s: not an IP address", a.flag, a.v)
+		}
+		if ip.Is6() != o.ipv6 {
+			return cli.Usagef("%s %s: an IPv%d address; raw frames are IPv%d%s", a.flag, a.v, map[bool]int{true: 6, false: 4}[ip.Is6()],
+				map[bool]int{true: 6, false: 4}[o.ipv6], map[bool]string{true: " with --raw_ipv6", false: " without --raw_ipv6"}[o.ipv6])
+		}
+	}
+	if o.percentiles != "" {
+		ps, err := parsePercentiles(o.percentiles)
+		if err != nil {
+			return err
+		}
+		o.pcts = ps
+	}
+	if o.test != session.RawLat {
+		return o.parseRate()
+	}
+	return nil
+}
+
+// parseRate turns --rate_limit and --rate_units into Mb/s of frames.
+func (o *rawOptions) parseRate() error {
+	switch {
+	case o.rateLimit < 0:
+		return cli.Usagef("--rate_limit %g: a rate cannot be negative", o.rateLimit)
+	case o.rateType != "SW" && o.rateType != "PP":
+		return cli.Usagef("--rate_limit_type %s: use SW (software spacing) or PP (packet pacing); rperf has no HW static rate on raw QPs", o.rateType)
+	case o.rateType == "PP" && o.rateLimit == 0 && o.fs.Changed("rate_limit_type"):
+		return cli.Usagef("--rate_limit_type PP paces at --rate_limit: give it")
+	case o.rateType == "SW" && o.test == session.RawBW:
+		return cli.Usagef("--rate_limit_type SW: raw-bw paces through the QP only (PP)")
+	case o.typicalPkt != 0 && o.rateType != "PP":
+		return cli.Usagef("--typical_pkt_size sets the packet pacing: add --rate_limit_type PP")
+	case o.typicalPkt < 0 || o.typicalPkt > raw.MaxFrame:
+		return cli.Usagef("--typical_pkt_size %d: a frame size is 0 to %d", o.typicalPkt, raw.MaxFrame)
+	}
+	switch o.rateUnits {
+	case "M":
+		o.mbps = o.rateLimit
+	case "g":
+		o.mbps = o.rateLimit * 1000
+	case "p":
+		o.mbps = o.rateLimit * float64(o.size*8) / 1e6
+	default:
+		return cli.Usagef("--rate_units %s: use M (Mb/s), g (Gb/s) or p (frames per second)", o.rateUnits)
+	}
+	return nil
+}
+
+// parseMAC parses a MAC address as XX:XX:XX:XX:XX:XX.
+func parseMAC(flag, s string) ([6]byte, error) {
+	var m [6]byte
+	hw, err := net.ParseMAC(s)
+	if err != nil || len(hw) != 6 {
+		return m, cli.Usagef("%s %s: not a MAC address; write it as XX:XX:XX:XX:XX:XX", flag, s)
+	}
+	copy(m[:], hw)
+	return m, nil
+}
+
+// config builds the test's configuration with the netdev's addresses as
+// this side's defaults.
+func (o *rawOptions) config(netdev string) (raw.Config, error) {
+	c := raw.Default(o.test)
+	c.Sizes, c.Iterations, c.Warmup = []int{o.size}, o.iters, o.warmup
+	c.TxDepth, c.RxDepth = o.txDepth, o.rxDepth
+	c.StallTimeout = o.timeout
+	c.Server = o.server
+	c.Flows, c.FlowsBurst = o.flows, o.flowsBurst
+	c.CompletionTimestamps, c.Percentiles = o.timestamps, o.pcts
+	if o.test != session.RawLat && !o.server {
+		c.BurstSize, c.RateMbps, c.HWPacing = o.burstSize, o.mbps, o.rateType == "PP" && o.mbps > 0
+		c.TypicalPktSize = o.typicalPkt
+	}
+	f := &c.Frame
+	f.DstIP, _ = netip.ParseAddr(o.dstIP)
+	if o.mcast {
+		c.Multicast, f.DstMAC = true, raw.MulticastMAC(f.DstIP)
+	} else {
+		f.DstMAC, _ = parseMAC("-E", o.dstMAC)
+	}
+	f.SrcPort, f.DstPort = uint16(o.srcPort), uint16(o.dstPort)
+	f.TCP, f.TOS, f.FlowLabel = o.tcp, uint8(o.tos), uint32(o.flowLabel)
+	if o.fs.Changed("tclass") {
+		f.TOS = uint8(o.tclass)
+	}
+	switch {
+	case o.sniffer:
+		c.RuleType = verbsio.FlowSniffer
+	case o.promisc:
+		c.RuleType = verbsio.FlowAllDefault
+	}
+	f.VLAN, f.VLANID, f.VLANPCP = o.vlan, 1, uint8(o.vlanPCP)
+	var ifc *net.Interface
+	if o.srcMAC == "" || o.srcIP == "" {
+		var err error
+		if netdev == "" {
+			return c, cli.Usagef("-d %s has no netdev to take this side's addresses from; give -B and -j", o.device)
+		}
+		if ifc, err = net.InterfaceByName(netdev); err != nil {
+			return c, fmt.Errorf("-d %s: netdev %s: %w", o.device, netdev, err)
+		}
+	}
+	if o.srcMAC != "" {
+		f.SrcMAC, _ = parseMAC("-B", o.srcMAC)
+	} else {
+		copy(f.SrcMAC[:], ifc.HardwareAddr)
+	}
+	if o.srcIP != "" {
+		f.SrcIP, _ = netip.ParseAddr(o.srcIP)
+	} else {
+		ip, err := netdevAddr(ifc, o.ipv6)
+		if err != nil {
+			return c, err
+		}
+		f.SrcIP = ip
+	}
+	return c, nil
+}
+
+// netdevAddr is ifc's first global address of the family asked for.
+func netdevAddr(ifc *net.Interface, v6 bool) (netip.Addr, error) {
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("netdev %s: %w", ifc.Name, err)
+	}
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a.String())
+		if err != nil {
+			continue
+		}
+		if ip := p.Addr(); ip.Is6() == v6 && !ip.IsLinkLocalUnicast() {
+			return ip, nil
+		}
+	}
+	fam := map[bool]string{true: "IPv6", false: "IPv4"}[v6]
+	return netip.Addr{}, cli.Usagef("-j: netdev %s has no %s address to send from; give -j", ifc.Name, fam)
+}
+
+// usage spells the first problem of a Check as the command's flags.
+func (o *rawOptions) usage(err error) error {
+	var ps session.Problems
+	var fe *session.FieldError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ps) && len(ps) > 0:
+		fe = ps[0]
+	case errors.As(err, &fe):
+	default:
+		return err
+	}
+	return cli.Usagef("%s", fe.Text(func(field string, withValue bool) string {
+		name, ok := rawFlagFields[field]
+		f := o.fs.Lookup(name)
+		if !ok || f == nil {
+			if withValue {
+				return strings.TrimSpace(field + " " + fe.ValueOf(field))
+			}
+			return field
+		}
+		if withValue {
+			return flagLead(f) + " " + fe.ValueOf(field)
+		}
+		return flagLead(f)
+	}))
+}
+
+func (o *rawOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	side, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer side.close()
+	dev, port := side.dev, side.port
+	c, err := o.config(port.Netdev)
+	if err != nil {
+		return err
+	}
+	mtu := rawMTU(port)
+	if o.all {
+		if mtu == 0 {
+			return cli.Usagef("-a: %s has no netdev MTU to stop at; give sizes with -s", o.device)
+		}
+		c.Sizes = nil
+		for n := session.MinRawSize; n <= mtu; n *= 2 {
+			c.Sizes = append(c.Sizes, n)
+		}
+	}
+	if err := o.usage(c.Check()); err != nil {
+		return err
+	}
+	if mtu > 0 {
+		if o.size > mtu {
+			return cli.Usagef("-s %d: the frame exceeds %s's MTU (%d bytes of frame, headers included); use -s %d or less", o.size, o.device, mtu, mtu)
+		}
+		c.RecvSize = mtu + 4 // a tag the kernel puts back
+	}
+	env := reports.GatherEnv(reports.System{})
+	env.Provider, env.Fabric, env.Device, env.SendPath = dev.Device.Provider, fabricOf(dev.Device, port), dev.Device.Name, "generic"
+	env.Extra = map[string]string{"role": roleOf(o.server), "tx_depth": strconv.Itoa(c.TxDepth), "rx_depth": strconv.Itoa(c.RxDepth),
+		"flows": strconv.Itoa(c.Flows), "source_mac": net.HardwareAddr(c.Frame.SrcMAC[:]).String(), "dest_mac": net.HardwareAddr(c.Frame.DstMAC[:]).String(),
+		"source_ip": c.Frame.SrcIP.String(), "dest_ip": c.Frame.DstIP.String()}
+	out := stdout
+	if o.jsonPath == "-" {
+		out = stderr
+	}
+	p := &rawPrinter{errPrinter: errPrinter{w: out}, o: o, clk: env.Clock}
+	c.OnResult = p.row
+	results, err := raw.Run(ctx, dev, &c, p.ready)
+	if err != nil {
+		return runError(err)
+	}
+	if err := p.finish(results); err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	if counters := dev.Counters(); counters != nil {
+		env.EngineCounters = counters
+		if err := writeRawCounters(out, o.device, counters); err != nil {
+			return fmt.Errorf("write the report: %w", err)
+		}
+	}
+	return side.writeDoc(o, env, results, stdout)
+}
+
+// rawMTU is the largest frame the port's netdev sends, without the FCS:
+// its MTU plus the Ethernet header; 0 when unknown.
+func rawMTU(p verbsio.PortAttr) int {
+	if p.Netdev == "" {
+		return 0
+	}
+	ifc, err := net.InterfaceByName(p.Netdev)
+	if err != nil || ifc.MTU <= 0 {
+		return 0
+	}
+	return ifc.MTU + 14
+}
+
+// rawPrinter writes a raw side's report: perftest's header, a row per
+// result as it comes (the completion-timestamp rows in their own block),
+// then the true statistics or the notes.
+type rawPrinter struct {
+	errPrinter
+	o       *rawOptions
+	clk     clock.Info
+	tsBlock bool
+}
+
+func (p *rawPrinter) ready(in raw.Info) {
+	o, f := p.o, in.Frame
+	p.banner(o.test.Title())
+	p.pair("Device", o.device, "QPN", fmt.Sprintf("0x%04x", in.QPN))
+	p.pair("Role", roleOf(o.server), "Frames inline", map[bool]string{true: "ON", false: "OFF"}[in.Inline])
+	p.one("Source", fmt.Sprintf("%s %s port %d", net.HardwareAddr(f.SrcMAC[:]), f.SrcIP, f.SrcPort))
+	p.one("Destination", fmt.Sprintf("%s %s port %d", net.HardwareAddr(f.DstMAC[:]), f.DstIP, f.DstPort))
+	proto := "UDP"
+	if f.TCP {
+		proto = "TCP"
+	}
+	p.pair("Protocol", proto, "Flows", strconv.Itoa(o.flows))
+	if in.ClockKHz > 0 {
+		p.one("Completion clock", fmt.Sprintf("%d kHz (completion timestamps)", in.ClockKHz))
+	}
+	p.one("Clock", clockText(p.clk))
+	if o.server && o.test == session.RawLat {
+		p.printf(" Answering pings: nothing to measure on this side\n")
+		return
+	}
+	if o.test == session.RawBurstLat && !o.server {
+		burst, rate := o.burstSize, "none: each burst when the previous one completed"
+		if burst == 0 {
+			burst = o.txDepth
+		}
+		if o.mbps > 0 {
+			rate = fmt.Sprintf("%g Mb/s (%s)", o.mbps, map[string]string{"SW": "bursts spaced in software", "PP": "the QP's packet pacing"}[o.rateType])
+		}
+		p.pair("Burst size", strconv.Itoa(burst), "Rate limit", rate)
+		p.printf(" Latency of each frame: its send completion's poll time less its post time\n")
+	}
+	if o.test == session.RawBW && !o.server && o.mbps > 0 {
+		p.one("Rate limit", fmt.Sprintf("%g Mb/s (the QP's packet pacing)", o.mbps))
+	}
+	if err := table.WriteResultLine(p.w); err != nil {
+		p.err = err
+		return
+	}
+	if o.latTable() {
+		p.err = table.WriteLatencyHeader(p.w, reports.ModeIterations)
+	} else {
+		p.err = table.WriteBandwidthHeader(p.w, o.gbits)
+	}
+}
+
+func (p *rawPrinter) row(r reports.Result) {
+	if p.err != nil {
+		return
+	}
+	if r.Latency == nil {
+		p.err = table.WriteBandwidthRow(p.w, r, p.o.gbits)
+		if p.err == nil && r.Bandwidth.LostMessages > 0 {
+			p.printf(" %d frames of %d bytes lost (sent, never delivered to this QP)\n", r.Bandwidth.LostMessages, r.Bytes)
+		}
+		return
+	}
+	if r.Clock == raw.ClockCompletion {
+		p.printf(" from completion timestamps (the ping's send completion to the pong's receive completion, device clock):\n")
+	}
+	p.err = table.WriteLatencyRow(p.w, r)
+}
+
+func (p *rawPrinter) finish(results []reports.Result) error {
+	if p.err != nil {
+		return p.err
+	}
+	if p.o.server && p.o.test == session.RawLat {
+		return nil
+	}
+	if err := table.WriteResultLine(p.w); err != nil {
+		return err
+	}
+	if p.o.test == session.FSRate || p.o.test == session.RawBurstLat && !p.o.server {
+		if err := table.WriteTrueLatency(p.w, results, p.clk); err != nil {
+			return err
+		}
+	} else if p.o.test == session.RawLat {
+		var sw, ts []reports.Result
+		for _, r := range results {
+			if r.Clock == raw.ClockCompletion {
+				ts = append(ts, r)
+			} else {
+				sw = append(sw, r)
+			}
+		}
+		if err := table.WriteTrueLatency(p.w, sw, p.clk); err != nil {
+			return err
+		}
+		if len(ts) > 0 {
+			p.printf(" The same round trips from completion timestamps:\n")
+			if err := table.WriteTrueLatency(p.w, ts, p.clk); err != nil {
+				return err
+			}
+		}
+	} else if err := table.WriteBandwidthNotes(p.w, results, p.clk); err != nil {
+		return err
+	}
+	if p.err != nil {
+		return p.err
+	}
+	return table.WriteResultLine(p.w)
+}
+
+// rawCounterLine is what a raw side prints of the engine's counters: where
+// frames went, and the reasons a frame sent was not delivered.
+var rawCounterLine = []struct{ name, label string }{
+	{"tx_frames", "sent"}, {"tx_errors", "send errors"}, {"rx_frames", "received"}, {"rx_delivered", "delivered"},
+	{"rx_no_wqe", "no receive posted"}, {"rx_ring_drops", "ring drops"}, {"rx_unmatched", "no rule"},
+	{"rx_steer_dropped", "drop rule"}, {"rx_truncated", "truncated"},
+}
+
+// writeRawCounters prints the raw fabric's frame counters on one line.
+func writeRawCounters(w io.Writer, device string, c map[string]uint64) error {
+	var parts []string
+	for _, f := range rawCounterLine {
+		parts = append(parts, fmt.Sprintf("%s %d", f.label, c[f.name]))
+	}
+	_, err := fmt.Fprintf(w, " engine %s frames: %s\n", device, strings.Join(parts, ", "))
+	return err
+}
+
+// newFSRateCommand is rperf fs-rate, perftest's raw_ethernet_fs_rate:
+// the flow-steering rule insertion rate of a raw device, on one side.
+func newFSRateCommand() *cobra.Command {
+	o := &rawOptions{test: session.FSRate}
+	cmd := &cobra.Command{
+		Use:   "fs-rate",
+		Short: "flow-steering rule insertion rate of a raw device (perftest's raw_ethernet_fs_rate)",
+		Long: `Flow-steering rule insertion rate (perftest's raw_ethernet_fs_rate): create
+-n rules on one RAW_PACKET QP, each steering this side's MAC (-B, default
+the netdev's) and a UDP destination port of its own (-k, -k+1, ...; TCP
+with --tcp), timing every creation, then destroy them all. Prints the
+creation times as a latency table (one-sided), and the rules created
+and destroyed per second. No frame is sent and no peer is needed.
+
+Examples:
+  rperf fs-rate -d raw_eth0 -n 10000
+  rperf fs-rate -d raw_eth0 -n 1000 --tcp --json fs.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return oneLine(o.runFSRate(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
+	}
+	fs := cmd.Flags()
+	o.fs = fs
+	fs.SortFlags = false
+	fs.StringVarP(&o.device, "ib-dev", "d", "", "raw device: the built-in engine's raw_<netdev>, or a kernel device with RAW_PACKET QPs")
+	fs.IntVarP(&o.iters, "iters", "n", session.FSRate.DefaultIterations(), "rules to create")
+	fs.IntVar(&o.warmup, "warmup", 0, "rules created and destroyed first, unmeasured")
+	fs.StringVarP(&o.srcMAC, "source_mac", "B", "", "the MAC address the rules steer (default: the netdev's)")
+	fs.IntVarP(&o.srcPort, "source_port", "k", DefaultRawPort, "the first rule's destination port")
+	fs.BoolVar(&o.tcp, "tcp", false, "TCP port rules instead of UDP")
+	fs.StringVar(&o.percentiles, "percentiles", "", "percentiles of the creation times (default 50,90,99,99.9,99.99)")
+	fs.StringVar(&o.jsonPath, "json", "", "write the results as an rperf/v1 JSON document to FILE (- for stdout)")
+	return cmd
+}
+
+func (o *rawOptions) runFSRate(ctx context.Context, stdout, stderr io.Writer) error {
+	switch {
+	case o.device == "":
+		return cli.Usagef("-d: give the raw device, e.g. -d raw_eth0 (the built-in engine's raw device over eth0)")
+	case o.iters < session.MinIterations:
+		return cli.Usagef("-n %d: at least %d rules", o.iters, session.MinIterations)
+	case o.srcPort < 1 || o.srcPort+o.iters > 0x10000:
+		return cli.Usagef("-k %d with -n %d: the rules' ports must stay within 1 to 65535; use a smaller -k or -n", o.srcPort, o.iters)
+	case o.warmup < 0:
+		return cli.Usagef("--warmup %d: cannot be negative", o.warmup)
+	}
+	var mac [6]byte
+	if o.srcMAC != "" {
+		var err error
+		if mac, err = parseMAC("-B", o.srcMAC); err != nil {
+			return err
+		}
+	}
+	if o.percentiles != "" {
+		ps, err := parsePercentiles(o.percentiles)
+		if err != nil {
+			return err
+		}
+		o.pcts = ps
+	}
+	side, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer side.close()
+	dev, port := side.dev, side.port
+	if o.srcMAC == "" {
+		ifc, err := net.InterfaceByName(port.Netdev)
+		if err != nil {
+			return fmt.Errorf("-d %s: netdev %q: %w; give -B", o.device, port.Netdev, err)
+		}
+		copy(mac[:], ifc.HardwareAddr)
+	}
+	c := raw.Default(session.FSRate)
+	c.Iterations, c.Warmup, c.Percentiles = o.iters, o.warmup, o.pcts
+	c.Frame.SrcMAC, c.Frame.SrcPort, c.Frame.TCP = mac, uint16(o.srcPort), o.tcp
+	out := stdout
+	if o.jsonPath == "-" {
+		out = stderr
+	}
+	env := reports.GatherEnv(reports.System{})
+	env.Provider, env.Fabric, env.Device, env.SendPath = dev.Device.Provider, fabricOf(dev.Device, port), dev.Device.Name, "generic"
+	r, err := raw.FSRate(ctx, dev, &c)
+	if err != nil {
+		return runError(err)
+	}
+	p := &rawPrinter{errPrinter: errPrinter{w: out}, o: o, clk: env.Clock}
+	p.banner(session.FSRate.Title())
+	p.pair("Device", o.device, "Rules", strconv.Itoa(o.iters))
+	proto := map[bool]string{true: "TCP", false: "UDP"}[o.tcp]
+	p.one("Each rule", fmt.Sprintf("ETH dst %s, %s dst port %d + i", net.HardwareAddr(mac[:]), proto, o.srcPort))
+	p.one("Clock", clockText(p.clk))
+	if p.err == nil {
+		p.err = table.WriteResultLine(out)
+	}
+	if p.err == nil {
+		p.err = table.WriteLatencyHeader(out, reports.ModeIterations)
+	}
+	if p.err == nil {
+		p.err = table.WriteLatencyRow(out, r.Create)
+	}
+	p.printf(" rules per second: created %.0f, destroyed %.0f\n", r.CreatePerSecond, r.DestroyPerSecond)
+	if err := p.finish([]reports.Result{r.Create}); err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	env.Extra = map[string]string{"rules": strconv.Itoa(o.iters), "create_per_second": strconv.FormatFloat(r.CreatePerSecond, 'f', 0, 64),
+		"destroy_per_second": strconv.FormatFloat(r.DestroyPerSecond, 'f', 0, 64)}
+	return side.writeDoc(o, env, []reports.Result{r.Create}, stdout)
+}
+
+// rawSide is what a raw command holds while it runs: the --json file,
+// created before anything else and removed unless written, and the open
+// device with its port 1.
+type rawSide struct {
+	jsonFile *os.File
+	dev      *verbsio.Context
+	port     verbsio.PortAttr
+	written  bool
+}
+
+// open creates the --json file and opens the device.
+func (o *rawOptions) open() (s *rawSide, err error) {
+	s = &rawSide{}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.jsonFile, err = createOutput(o.jsonPath, "--json"); err != nil {
+		return s, err
+	}
+	if s.dev, err = openDevice(o.device, verbsio.OpenOptions{}); err != nil {
+		return s, err
+	}
+	if s.port, err = s.dev.QueryPort(1); err != nil {
+		return s, fmt.Errorf("query port 1 of %s: %w", o.device, err)
+	}
+	return s, nil
+}
+
+func (s *rawSide) close() {
+	if s.jsonFile != nil {
+		s.jsonFile.Close()
+		if !s.written {
+			os.Remove(s.jsonFile.Name())
+		}
+		s.jsonFile = nil
+	}
+	if s.dev != nil {
+		s.dev.Close()
+		s.dev = nil
+	}
+}
+
+// writeDoc writes the rperf/v1 document of results to --json's file, or
+// to stdout for --json -.
+func (s *rawSide) writeDoc(o *rawOptions, env reports.Env, results []reports.Result, stdout io.Writer) error {
+	doc := reports.NewDocument(env)
+	doc.Results = append(doc.Results, results...)
+	switch {
+	case s.jsonFile != nil:
+		if err := doc.Write(s.jsonFile); err != nil {
+			return fmt.Errorf("--json %s: %w", o.jsonPath, err)
+		}
+	case o.jsonPath == "-":
+		if err := doc.Write(stdout); err != nil {
+			return err
+		}
+	}
+	s.written = true
+	return nil
+}

@@ -1,0 +1,271 @@
+package rperfcmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rperf/rperf/internal/cli"
+	"github.com/rperf/rperf/internal/testsupport/netns"
+	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/raw"
+)
+
+// runRaw runs rperf with args (a raw command) and returns its stdout and
+// error.
+func runRaw(ctx context.Context, args ...string) (string, string, error) {
+	cmd := New()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	return out.String(), errOut.String(), err
+}
+
+func TestRawFlags(t *testing.T) {
+	const mac = "02:00:00:00:00:02"
+	base := []string{"-d", "raw_nosuch0", "-P", "-E", mac, "-J", "10.0.0.2"}
+	for _, c := range []struct {
+		cmd  string
+		args []string
+		want string
+	}{
+		{"raw-bw", []string{"-P", "-E", mac, "-J", "10.0.0.2"}, "-d: give the raw device, e.g. -d raw_eth0"},
+		{"raw-bw", []string{"-d", "raw_x", "-E", mac, "-J", "10.0.0.2"}, "--server (-Z) or --client (-P), exactly one"},
+		{"raw-bw", append(base, "-Z"), "--server (-Z) or --client (-P), exactly one"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "-J", "10.0.0.2"}, "-E: give the peer's MAC address"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "-E", mac}, "-J: give the peer's IP address"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "-E", "02:00:00:00:02", "-J", "10.0.0.2"}, "-E 02:00:00:00:02: not a MAC address; write it as XX:XX:XX:XX:XX:XX"},
+		{"raw-bw", append(base, "-B", "zz:00:00:00:00:01"), "-B zz:00:00:00:00:01: not a MAC address"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "-E", mac, "-J", "10.0.0.300"}, "-J 10.0.0.300: not an IP address"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "-E", mac, "-J", "fd00::2"}, "-J fd00::2: an IPv6 address; raw frames are IPv4 without --raw_ipv6"},
+		{"raw-bw", append(base, "--raw_ipv6"), "-J 10.0.0.2: an IPv4 address; raw frames are IPv6 with --raw_ipv6"},
+		{"raw-bw", append(base, "-k", "0"), "-k 0: not a UDP or TCP port"},
+		{"raw-bw", append(base, "-K", "65536"), "-K 65536: not a UDP or TCP port"},
+		{"raw-bw", append(base, "--tos", "256"), "--tos 256: a type of service is 0 to 255"},
+		{"raw-bw", append(base, "--flow_label", "5"), "--flow_label is an IPv6 field: add --raw_ipv6"},
+		{"raw-bw", append(base, "--vlan_pcp", "3"), "--vlan_pcp is the tag's priority: add --vlan_en"},
+		{"raw-lat", append(base, "--percentiles", "101"), "--percentiles 101"},
+		{"raw-bw", append(base, "--completion-timestamps"), "unknown flag: --completion-timestamps"},
+		{"raw-bw", append(base, "--timeout", "0s"), "--timeout 0s: must be positive"},
+		{"raw-bw", append(base, "--json", "/nonexistent/dir/x.json"), "--json /nonexistent/dir/x.json: cannot create the file"},
+		{"raw-bw", base, "raw_nosuch0"},
+		{"raw-lat", append(base, "-a", "-s", "128"), "-a and -s conflict"},
+		{"raw-burst-lat", append(base, "--rate_limit", "1", "--rate_units", "k"), "--rate_units k: use M (Mb/s), g (Gb/s) or p (frames per second)"},
+		{"raw-burst-lat", append(base, "--rate_limit", "1", "--rate_limit_type", "HW"), "--rate_limit_type HW: use SW (software spacing) or PP"},
+		{"raw-burst-lat", append(base, "--rate_limit_type", "PP"), "--rate_limit_type PP paces at --rate_limit: give it"},
+		{"raw-burst-lat", append(base, "--rate_limit", "-1"), "--rate_limit -1: a rate cannot be negative"},
+		{"raw-bw", append(base, "--burst_size", "4"), "unknown flag: --burst_size"},
+		{"raw-bw", append(base, "--rate_limit", "1", "--rate_limit_type", "SW"), "--rate_limit_type SW: raw-bw paces through the QP only (PP)"},
+		{"raw-lat", append(base, "--rate_limit", "1"), "unknown flag: --rate_limit"},
+		{"raw-bw", append(base, "--tclass", "4"), "--tclass is the IPv6 traffic class: add --raw_ipv6, or use --tos for IPv4"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "-E", mac, "-J", "fd00::2", "--raw_ipv6", "--tclass", "4", "--tos", "4"}, "--tclass and --tos set the same field"},
+		{"raw-bw", append(base, "--sniffer"), "--sniffer and --promiscuous choose the server's rule: add --server (-Z)"},
+		{"raw-bw", []string{"-d", "raw_x", "-Z", "-E", mac, "-J", "10.0.0.2", "--sniffer", "--promiscuous"}, "give one of them"},
+		{"raw-bw", append(base, "--typical_pkt_size", "1000", "--rate_limit_type", "PP", "--rate_limit", "1", "--typical_pkt_size", "99999"), "--typical_pkt_size 99999: a frame size is 0 to 9600"},
+		{"raw-burst-lat", append(base, "--typical_pkt_size", "1000"), "--typical_pkt_size sets the packet pacing: add --rate_limit_type PP"},
+		{"raw-bw", append(base, "--raw_mcast"), "--raw_mcast sends to the group's MAC, derived from -J: drop -E"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "-J", "10.0.0.2", "--raw_mcast"}, "--raw_mcast: -J 10.0.0.2 is not an IPv4 multicast group; give one in 224.0.0.0/4"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "-J", "ff02::1", "--raw_ipv6", "--raw_mcast"}, "--raw_mcast sends to an IPv4 group: drop --raw_ipv6"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "--raw_mcast"}, "-J: give the peer's IP address"},
+		{"raw-lat", []string{"-d", "raw_x", "-P", "-J", "239.1.1.1", "--raw_mcast"}, "unknown flag: --raw_mcast"},
+		{"raw-bw", []string{"-d", "raw_nosuch0", "-P", "-J", "239.1.1.1", "--raw_mcast"}, "raw_nosuch0"},
+	} {
+		_, _, err := runRaw(context.Background(), append([]string{c.cmd}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %q: %v, want %q", c.cmd, c.args, err, c.want)
+			continue
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s %q: a multi-line error: %q", c.cmd, c.args, err)
+		}
+		var ue *cli.UsageError
+		if !strings.Contains(c.want, "raw_nosuch0") && !strings.Contains(c.want, "unknown flag") && !errors.As(err, &ue) {
+			t.Errorf("%s %q: %v is not a usage error", c.cmd, c.args, err)
+		}
+	}
+}
+
+// rawSides are the two ends of a veth pair in namespaces the test creates,
+// with their MACs.
+type rawSides struct {
+	pair   *netns.Pair
+	ma, mb string
+}
+
+func newRawSides(t *testing.T) *rawSides {
+	p := netns.Setup(t, netns.Options{})
+	s := &rawSides{pair: p}
+	for _, h := range []struct {
+		host netns.Host
+		mac  *string
+	}{{p.A, &s.ma}, {p.B, &s.mb}} {
+		err := h.host.Run(func() error {
+			ifc, err := net.InterfaceByName(h.host.Link)
+			if err == nil {
+				*h.mac = ifc.HardwareAddr.String()
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// run runs the server command in B and, once it has printed its header,
+// the client in A; each in its namespace's thread (the device opens
+// there). The whole run is bounded by a minute.
+func (s *rawSides) run(t *testing.T, cmd string, server, client []string) (srvOut, cliOut string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := s.pair
+	type result struct {
+		out string
+		err error
+	}
+	srvDone := make(chan result, 1)
+	dir := t.TempDir()
+	srvJSON := filepath.Join(dir, "server.json")
+	go func() {
+		var out string
+		err := p.B.Run(func() error {
+			var err error
+			args := append([]string{cmd, "-d", "raw_" + p.B.Link, "-Z", "-E", s.ma, "-J", p.A.Addr4.Addr().String(), "--json", srvJSON, "--timeout", "5s"}, server...)
+			out, _, err = runRaw(ctx, args...)
+			return err
+		})
+		srvDone <- result{out, err}
+	}()
+	// The server is ready once its QP and rule exist: its JSON file is
+	// created first, its rule a few milliseconds later. Give it time to
+	// get there on a loaded machine, bounded.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(srvJSON); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server did not start in 20 s")
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	var cout string
+	err := p.A.Run(func() error {
+		var err error
+		args := append([]string{cmd, "-d", "raw_" + p.A.Link, "-P", "-E", s.mb, "-J", p.B.Addr4.Addr().String(), "--timeout", "5s"}, client...)
+		cout, _, err = runRaw(ctx, args...)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, cout)
+	}
+	r := <-srvDone
+	if r.err != nil {
+		t.Fatalf("server: %v\n%s", r.err, r.out)
+	}
+	return r.out, cout
+}
+
+func decodeDoc(t *testing.T, data []byte) reports.Document {
+	t.Helper()
+	var d reports.Document
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatalf("%v: %s", err, data)
+	}
+	return d
+}
+
+func TestRawBWCommand(t *testing.T) {
+	s := newRawSides(t)
+	jsonPath := filepath.Join(t.TempDir(), "client.json")
+	srv, cli := s.run(t, "raw-bw", []string{"-n", "3000", "-r", "4096", "-s", "128"}, []string{"-n", "3000", "-s", "128", "--json", jsonPath})
+	for _, want := range []string{"Raw Ethernet BW Test", "Role            : client", " 128        3000 ", "engine raw_" + s.pair.A.Link + " frames: sent 3000, send errors 0"} {
+		if !strings.Contains(cli, want) {
+			t.Errorf("client output lacks %q:\n%s", want, cli)
+		}
+	}
+	for _, want := range []string{"Role            : server", "measured on the receiving side"} {
+		if !strings.Contains(srv, want) {
+			t.Errorf("server output lacks %q:\n%s", want, srv)
+		}
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := decodeDoc(t, data)
+	if len(d.Results) != 1 || d.Results[0].Test != "raw_ethernet_bw" || d.Results[0].Bytes != 128 || d.Results[0].Iterations != 3000 ||
+		d.Results[0].Bandwidth == nil || d.Results[0].MsgRateMpps <= 0 {
+		t.Errorf("client document results %+v", d.Results)
+	}
+	if d.Env.Fabric != "raw" || d.Env.Extra["role"] != "client" || d.Env.EngineCounters["tx_frames"] != 3000 {
+		t.Errorf("client document env: fabric %q, extra %v, tx_frames %d", d.Env.Fabric, d.Env.Extra, d.Env.EngineCounters["tx_frames"])
+	}
+}
+
+func TestRawLatCommand(t *testing.T) {
+	s := newRawSides(t)
+	srv, cli := s.run(t, "raw-lat", []string{"-n", "200", "--tcp", "-k", "7001", "-K", "7002", "-a"},
+		[]string{"-n", "200", "--tcp", "-k", "7002", "-K", "7001", "--completion-timestamps", "--json", "-", "-a"})
+	if !strings.Contains(srv, "Answering pings: nothing to measure on this side") {
+		t.Errorf("server output:\n%s", srv)
+	}
+	d := decodeDoc(t, []byte(cli))
+	// -a: 64 to 1024 bytes on a 1500-byte MTU (a 1514-byte frame), two
+	// records per size.
+	sizes := []int64{64, 128, 256, 512, 1024}
+	if len(d.Results) != 2*len(sizes) {
+		t.Fatalf("%d results, want the software clock's and the completion timestamps' for each of %v", len(d.Results), sizes)
+	}
+	for i, size := range sizes {
+		sw, ts := d.Results[2*i], d.Results[2*i+1]
+		if sw.Bytes != size || ts.Bytes != size || sw.Clock != "" || ts.Clock != raw.ClockCompletion || sw.Latency == nil || ts.Latency == nil ||
+			sw.Samples != 200 || ts.Samples != 200 {
+			t.Fatalf("results %+v / %+v", sw, ts)
+		}
+		if ts.TrueMinUs <= 0 || ts.MeanUs > sw.MeanUs {
+			t.Errorf("%d B: completion timestamps: min %.3f us, mean %.3f us; software clock mean %.3f us", size, ts.TrueMinUs, ts.MeanUs, sw.MeanUs)
+		}
+	}
+}
+
+func TestFSRateCommand(t *testing.T) {
+	s := newRawSides(t)
+	var out string
+	err := s.pair.A.Run(func() error {
+		var err error
+		out, _, err = runRaw(context.Background(), "fs-rate", "-d", "raw_"+s.pair.A.Link, "-n", "300", "--json", "-")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := decodeDoc(t, []byte(out))
+	if len(d.Results) != 1 || d.Results[0].Test != "raw_ethernet_fs_rate" || d.Results[0].Latency == nil || d.Results[0].Samples != 300 ||
+		d.Env.Extra["rules"] != "300" || d.Env.Extra["create_per_second"] == "" {
+		t.Errorf("document: %+v, extra %v", d.Results, d.Env.Extra)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"fs-rate"}, "-d: give the raw device"},
+		{[]string{"fs-rate", "-d", "raw_x", "-n", "2"}, "-n 2: at least 5 rules"},
+		{[]string{"fs-rate", "-d", "raw_x", "-k", "65000", "-n", "1000"}, "must stay within 1 to 65535"},
+		{[]string{"fs-rate", "-d", "raw_x", "-B", "nope"}, "-B nope: not a MAC address"},
+	} {
+		if _, _, err := runRaw(context.Background(), c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
+		}
+	}
+}

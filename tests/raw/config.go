@@ -1,0 +1,196 @@
+package raw
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/rperf/rperf/tests/session"
+	"github.com/rperf/rperf/verbsio"
+)
+
+// Config is a raw test's configuration: the shared part (Test RawBW or
+// RawLat, Sizes as whole frame lengths without the FCS, Iterations,
+// Warmup, TxDepth, RxDepth, the stall timeout and the callbacks) and the
+// frames' shape, as perftest's raw flags give them. Fields of the shared
+// part not listed (Duration, Inline, Path, ...) do not apply.
+type Config struct {
+	session.Config
+	// Server is perftest's --server (-Z): it receives (raw-bw) or
+	// answers each ping (raw-lat); else this side is the client
+	// (--client, -P), which sends and measures.
+	Server bool
+	// Frame is this side's frames: its own addresses as the source, the
+	// peer's as the destination. The server's flow rule takes frames to
+	// its MAC and L4 port (Frame.SrcMAC, Frame.SrcPort).
+	Frame FrameSpec
+	// RuleType is the kind of the server's steering rule: FlowNormal (its
+	// MAC and port), FlowSniffer (perftest --sniffer: a copy of every
+	// frame of the port) or FlowAllDefault (--promiscuous: every frame
+	// no normal rule took). Frames of other sizes than the test's are
+	// then counted as strays, not as the client's.
+	RuleType verbsio.FlowType
+	// Flows is how many flows the client sends (perftest --flows): flow
+	// i uses source and destination ports +i; FlowsBurst frames go to one
+	// flow before the next (--flows_burst). The server steers all of
+	// them to its QP.
+	Flows, FlowsBurst int
+	// Multicast (raw-bw, perftest --raw_mcast) sends to an IPv4 multicast
+	// group: Frame.DstIP is the group on both sides and Frame.DstMAC its
+	// MAC (MulticastMAC); the server's rule takes frames to that MAC
+	// and its port instead of to its own MAC.
+	Multicast bool
+	// CompletionTimestamps (raw-lat) also measures every round trip from
+	// the completion timestamps of the ping's send and the pong's receive,
+	// in the device's clock: a second result per size, with Clock
+	// "completion".
+	CompletionTimestamps bool
+	// BurstSize (raw-burst-lat) is how many frames the client posts at
+	// once (perftest --burst_size); 0 means TxDepth.
+	BurstSize int
+	// RateMbps paces the client's frames to this rate, in Mb/s of
+	// frames: raw-burst-lat spaces its bursts in software, or with
+	// HWPacing (perftest --rate_limit_type PP) sets the rate as the QP's
+	// packet pacing rate; raw-bw paces through the QP only (HWPacing).
+	// 0 sends as fast as the queue allows.
+	RateMbps float64
+	HWPacing bool
+	// TypicalPktSize is the QP pacing's typical packet size (perftest
+	// --typical_pkt_size; QPAttr.TypicalPktSize; the burst is the
+	// provider's default); 0: the largest frame.
+	TypicalPktSize int
+	// Percentiles of raw-lat's true statistics; nil: the defaults.
+	Percentiles []float64
+	// RecvSize is each receive buffer's size: the largest frame the
+	// port may deliver (its MTU plus the Ethernet header and a tag), so
+	// that a frame of another size than expected is seen and named
+	// instead of failing its receive; 0 means the largest of Sizes.
+	RecvSize int
+	// FirstWait bounds the server's wait for the first frame of a size;
+	// 0 means 10 × the stall timeout.
+	FirstWait time.Duration
+}
+
+// Default returns perftest's defaults for raw test t: one size of 64
+// bytes, 1000 iterations, tx depth 128 (raw-bw) or 1 (raw-lat), rx depth
+// 512, UDP, one flow.
+func Default(t session.Test) Config {
+	return Config{Config: session.Default(t), Flows: 1, FlowsBurst: 1}
+}
+
+// Check reports every problem with c, as session.Problems of
+// FieldErrors; nil if there is none.
+func (c *Config) Check() error {
+	var ps session.Problems
+	t := c.Test
+	if t != session.RawBW && t != session.RawLat && t != session.RawBurstLat {
+		ps.AddField(session.NewFieldError("Test", int(t), "not one of rperf's raw tests (raw-bw, raw-lat, raw-burst-lat)"))
+		return ps.Err()
+	}
+	if len(c.Sizes) == 0 {
+		ps.AddField(session.NewFieldError("Sizes", c.Sizes, "no frame size"))
+	}
+	h := c.Frame.HeaderLen()
+	for _, s := range c.Sizes {
+		if s < session.MinRawSize || s < h {
+			ps.AddField(session.NewFieldError("Sizes", s, "a frame is at least %d bytes (the Ethernet minimum without FCS, and this frame's %d bytes of headers)", max(session.MinRawSize, h), h).
+				WithFix("use a larger size"))
+			break
+		}
+		if s > MaxFrame {
+			ps.AddField(session.NewFieldError("Sizes", s, "frames larger than %d bytes are refused (jumbo MTU)", MaxFrame).WithFix("use a smaller size"))
+			break
+		}
+	}
+	switch {
+	case c.Duration != 0:
+		ps.AddField(session.NewFieldError("Duration", c.Duration, "raw tests run a number of iterations, not for a duration").WithFix("use {Iterations}"))
+	case c.Iterations < session.MinIterations:
+		ps.AddField(session.NewFieldError("Iterations", c.Iterations, "at least %d iterations are needed", session.MinIterations))
+	}
+	if c.Warmup < 0 {
+		ps.AddField(session.NewFieldError("Warmup", c.Warmup, "the warm-up cannot be negative"))
+	}
+	ps.Add(session.CheckTxDepth(c.TxDepth))
+	ps.Add(session.CheckRxDepth(c.RxDepth))
+	f := &c.Frame
+	if !f.SrcIP.IsValid() || !f.DstIP.IsValid() || f.SrcIP.Is4() != f.DstIP.Is4() {
+		ps.AddField(session.NewFieldError("Frame", f.SrcIP, "source %v and destination %v must be two IPv4 or two IPv6 addresses", f.SrcIP, f.DstIP).
+			WithFix("give both {SrcIP} and {DstIP} of one family"))
+	}
+	if f.DstMAC == ([6]byte{}) {
+		ps.AddField(session.NewFieldError("DstMAC", "00:00:00:00:00:00", "the peer's MAC address is needed: raw frames carry it").WithFix("give the peer's MAC address"))
+	}
+	if f.SrcPort == 0 || f.DstPort == 0 {
+		ps.AddField(session.NewFieldError("Ports", [2]uint16{f.SrcPort, f.DstPort}, "UDP and TCP port 0 is reserved").WithFix("use ports 1 to 65535"))
+	}
+	if c.Flows < 1 || c.Flows > MaxFlows || int(f.SrcPort)+c.Flows > 0x10000 || int(f.DstPort)+c.Flows > 0x10000 {
+		ps.AddField(session.NewFieldError("Flows", c.Flows, "flows must be 1 to %d, and the ports plus the flows must stay within 65535", MaxFlows))
+	}
+	if c.FlowsBurst < 1 {
+		ps.AddField(session.NewFieldError("FlowsBurst", c.FlowsBurst, "at least one frame per flow burst"))
+	}
+	if c.VLANPCPInvalid() {
+		ps.AddField(session.NewFieldError("VLANPCP", f.VLANPCP, "a VLAN priority is 0 to 7"))
+	}
+	if c.RecvSize != 0 && c.RecvSize < c.MaxSize() {
+		ps.AddField(session.NewFieldError("RecvSize", c.RecvSize, "receive buffers smaller than the largest frame (%d bytes)", c.MaxSize()))
+	}
+	if c.BurstSize < 0 || c.BurstSize > c.TxDepth {
+		ps.AddField(session.NewFieldError("BurstSize", c.BurstSize, "a burst is 1 to {TxDepth=} frames (0: the tx depth)").WithValue("TxDepth", c.TxDepth))
+	}
+	switch {
+	case c.RateMbps < 0:
+		ps.AddField(session.NewFieldError("RateMbps", c.RateMbps, "a rate cannot be negative"))
+	case c.BurstSize > 0 && t != session.RawBurstLat:
+		ps.AddField(session.NewFieldError("BurstSize", c.BurstSize, "bursts belong to raw-burst-lat"))
+	case t == session.RawBW && c.RateMbps > 0 && !c.HWPacing:
+		ps.AddField(session.NewFieldError("RateMbps", c.RateMbps, "raw-bw paces through the QP only").WithFix("add {HWPacing}"))
+	case t == session.RawLat && (c.RateMbps > 0 || c.HWPacing):
+		ps.AddField(session.NewFieldError("RateMbps", c.RateMbps, "raw-lat sends one frame at a time: a rate does not apply"))
+	}
+	if c.HWPacing && c.RateMbps == 0 {
+		ps.AddField(session.NewFieldError("HWPacing", true, "hardware pacing needs a rate").WithFix("give {RateMbps}"))
+	}
+	if r := c.RuleType; r != verbsio.FlowNormal && r != verbsio.FlowSniffer && r != verbsio.FlowAllDefault {
+		ps.AddField(session.NewFieldError("RuleType", r, "the server's rule is normal, sniffer or all-default"))
+	}
+	if c.Multicast {
+		switch {
+		case t != session.RawBW:
+			ps.AddField(session.NewFieldError("Multicast", true, "multicast is one-way traffic: raw-bw only"))
+		case !f.DstIP.Is4() || !f.DstIP.IsMulticast():
+			ps.AddField(session.NewFieldError("Multicast", f.DstIP, "the destination is not an IPv4 multicast group (224.0.0.0/4)").WithFix("give the group as {DstIP}"))
+		case f.DstMAC != MulticastMAC(f.DstIP):
+			ps.AddField(session.NewFieldError("Multicast", f.DstMAC, "the destination MAC is not the group's (MulticastMAC)").WithFix("set {DstMAC} to MulticastMAC({DstIP})"))
+		}
+	}
+	if c.CompletionTimestamps && t != session.RawLat {
+		ps.AddField(session.NewFieldError("CompletionTimestamps", true, "completion timestamps time round trips: raw-lat only"))
+	}
+	return ps.Err()
+}
+
+// MulticastMAC is the Ethernet address of IPv4 multicast group ip
+// (RFC 1112: 01:00:5e and the group's low 23 bits).
+func MulticastMAC(ip netip.Addr) [6]byte {
+	a := ip.As4()
+	return [6]byte{0x01, 0x00, 0x5e, a[1] & 0x7f, a[2], a[3]}
+}
+
+// VLANPCPInvalid reports a VLAN priority outside 0..7.
+func (c *Config) VLANPCPInvalid() bool { return c.Frame.VLAN && c.Frame.VLANPCP > 7 }
+
+// Limits of the raw tests.
+const (
+	MaxFrame = 9600 // perftest's RawEth MTU limit
+	MaxFlows = 1024
+)
+
+func (c *Config) stall() time.Duration { return c.Link.Stall() }
+
+func (c *Config) firstWait() time.Duration {
+	if c.FirstWait > 0 {
+		return c.FirstWait
+	}
+	return 10 * c.stall()
+}

@@ -1,0 +1,369 @@
+package raw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/rperf/rperf/internal/clock"
+	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/verbsio"
+)
+
+// bwClient streams Warmup then Iterations frames of size bytes, TxDepth
+// outstanding, flow after flow in bursts of FlowsBurst, and times the
+// Iterations: post stamps and completion stamps per frame.
+func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, error) {
+	c := r.c
+	if err := r.buildFrames(size, c.Frame); err != nil {
+		return nil, err
+	}
+	total, n := c.Warmup+c.Iterations, c.Iterations
+	posted, completed := make([]int64, n), make([]int64, n)
+	var w waiter
+	w.begin(ctx, "waiting for send completions", c.stall())
+	post, done, outstanding, flow, burst := 0, 0, 0, 0, 0
+	for done < total {
+		for outstanding < c.TxDepth && post < total {
+			if post >= c.Warmup {
+				posted[post-c.Warmup] = clock.Now()
+			}
+			if _, err := r.qp.PostSend(r.send[flow : flow+1]); err != nil {
+				return nil, fmt.Errorf("raw test: post frame %d: %w", post, err)
+			}
+			post++
+			outstanding++
+			if burst++; burst == c.FlowsBurst {
+				burst, flow = 0, (flow+1)%len(r.send)
+			}
+		}
+		k, err := r.poll(&w, len(r.wcs))
+		if err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			continue
+		}
+		now := clock.Now()
+		w.progress(now)
+		for i := range r.wcs[:k] {
+			if wc := &r.wcs[i]; wc.Status != verbsio.StatusSuccess {
+				return nil, wcError(fmt.Sprintf("frame %d", done), wc)
+			}
+			if done >= c.Warmup {
+				completed[done-c.Warmup] = now
+			}
+			done++
+			outstanding--
+		}
+	}
+	res, err := reports.NewBandwidthResult(reports.BWSpec{Test: c.Test.Name(), Bytes: int64(size), Iterations: int64(n),
+		Posted: posted, Completed: completed})
+	if err != nil {
+		return nil, err
+	}
+	return []reports.Result{res}, nil
+}
+
+// bwServer counts the frames of size bytes its rule delivers: Warmup
+// plus Iterations of them, or fewer when the stream stalls for the stall
+// timeout (the rest were lost) or a frame of another size arrives (the
+// client went on to its next size). The rate is over the frames after the
+// first, from the first arrival to the last: the receive completions'
+// timestamps where the CQ has them, else when the polls found them.
+func (r *runner) bwServer(ctx context.Context, size int) ([]reports.Result, error) {
+	c := r.c
+	expected := c.Warmup + c.Iterations
+	got, measured, others := 0, 0, 0
+	var first, last int64
+	var w waiter
+	w.begin(ctx, fmt.Sprintf("waiting for the first %d-byte frame", size), c.firstWait())
+loop:
+	for got < expected {
+		k, err := r.poll(&w, len(r.wcs))
+		var stall *stallError
+		switch {
+		case err != nil && !errors.As(err, &stall):
+			return nil, err
+		case err != nil && got > 0:
+			break loop // stalled: what did not come was lost
+		case err != nil && others > 0:
+			return nil, fmt.Errorf("raw test: %d frames arrived, none of %d bytes: run both sides with the same frame size", others, size)
+		case err != nil:
+			return nil, err
+		case k == 0:
+			continue
+		}
+		now := clock.Now()
+		other := false
+		for i := range r.wcs[:k] {
+			wc := &r.wcs[i]
+			if wc.Status != verbsio.StatusSuccess {
+				return nil, wcError("a receive", wc)
+			}
+			if _, err := r.qp.PostRecv(r.recv[wc.ID : wc.ID+1]); err != nil {
+				return nil, fmt.Errorf("raw test: repost a receive: %w", err)
+			}
+			if n := int(wc.ByteLen); n != size {
+				// A frame of one of the test's later sizes: the client
+				// went on; anything else is a stray (a sniffer's).
+				other = other || got > 0 && slices.Contains(c.Sizes, n)
+				others++
+				continue
+			}
+			got++
+			at := now
+			if r.clockKHz != 0 {
+				ns, _ := verbsio.TimestampClock(wc.Timestamp, r.clockKHz)
+				at = int64(ns)
+			}
+			if got == c.Warmup+1 {
+				first = at
+				w.begin(ctx, "waiting for frames", c.stall())
+			}
+			if got > c.Warmup {
+				measured++
+				last = at
+			}
+		}
+		w.progress(now)
+		if other {
+			break loop
+		}
+	}
+	if measured < 2 {
+		return nil, fmt.Errorf("raw test: %d of %d frames of %d bytes arrived: too few to time", got, expected, size)
+	}
+	res, err := reports.NewBandwidthResult(reports.BWSpec{Test: c.Test.Name(), Bytes: int64(size), Iterations: int64(measured - 1),
+		ElapsedNs: last - first, NoPeak: true})
+	if err != nil {
+		return nil, err
+	}
+	res.Iterations = int64(measured)
+	res.Bandwidth.PeakStatus = reports.PeakReceiver
+	res.Bandwidth.LostMessages = int64(expected - got)
+	return []reports.Result{res}, nil
+}
+
+// latClient runs Warmup then Iterations ping-pongs of size bytes and
+// records each round trip: on the software clock from the post of the
+// ping to the poll of the pong, and, with CompletionTimestamps, from the
+// ping's send completion stamp to the pong's receive completion stamp.
+func (r *runner) latClient(ctx context.Context, size int) ([]reports.Result, error) {
+	c := r.c
+	if err := r.buildFrames(size, c.Frame); err != nil {
+		return nil, err
+	}
+	n := c.Iterations
+	rec, err := reports.NewRecorder(reports.RecorderOptions{Expected: n})
+	if err != nil {
+		return nil, err
+	}
+	var tsRec *reports.Recorder
+	var mask uint64
+	if c.CompletionTimestamps {
+		if tsRec, err = reports.NewRecorder(reports.RecorderOptions{Expected: n}); err != nil {
+			return nil, err
+		}
+		attr, err := r.dev.QueryDevice()
+		if err != nil {
+			return nil, err
+		}
+		mask = attr.Ext.CompletionTimestampMask
+	}
+	var w waiter
+	for i := 0; i < c.Warmup+n; i++ {
+		w.begin(ctx, fmt.Sprintf("waiting for the pong to ping %d", i), c.stall())
+		t0 := clock.Now()
+		if _, err := r.qp.PostSend(r.send[:1]); err != nil {
+			return nil, fmt.Errorf("raw test: post ping %d: %w", i, err)
+		}
+		var t1 int64
+		var sendTS, recvTS uint64
+		sent, answered := false, false
+		for !sent || !answered {
+			k, err := r.poll(&w, len(r.wcs))
+			if err != nil {
+				return nil, err
+			}
+			if k == 0 {
+				continue
+			}
+			now := clock.Now()
+			for j := range r.wcs[:k] {
+				wc := &r.wcs[j]
+				if wc.Status != verbsio.StatusSuccess {
+					return nil, wcError(fmt.Sprintf("ping %d", i), wc)
+				}
+				if wc.Opcode == verbsio.WCSend {
+					sent, sendTS = true, wc.Timestamp
+					continue
+				}
+				if _, err := r.qp.PostRecv(r.recv[wc.ID : wc.ID+1]); err != nil {
+					return nil, fmt.Errorf("raw test: repost a receive: %w", err)
+				}
+				if int(wc.ByteLen) != size {
+					continue // not the pong: a stray frame the rule let in
+				}
+				answered, t1, recvTS = true, now, wc.Timestamp
+			}
+		}
+		if i < c.Warmup {
+			continue
+		}
+		rec.Record(t1 - t0)
+		if tsRec != nil {
+			ns, _ := verbsio.TimestampClock((recvTS-sendTS)&mask, r.clockKHz)
+			tsRec.Record(int64(ns))
+		}
+	}
+	spec := reports.LatencySpec{Test: c.Test.Name(), Bytes: int64(size), Iterations: int64(n), Mode: reports.ModeIterations,
+		RTTFactor: reports.RTTFactorRoundTrip, Percentiles: c.Percentiles}
+	res, err := reports.NewLatencyResult(spec, rec)
+	if err != nil {
+		return nil, err
+	}
+	out := []reports.Result{res}
+	if tsRec != nil {
+		ts, err := reports.NewLatencyResult(spec, tsRec)
+		if err != nil {
+			return nil, err
+		}
+		ts.Clock = ClockCompletion
+		out = append(out, ts)
+	}
+	return out, nil
+}
+
+// latServer answers Warmup plus Iterations pings of size bytes, each with
+// a pong of the same size to the client.
+func (r *runner) latServer(ctx context.Context, size int) error {
+	c := r.c
+	if err := r.buildFrames(size, c.Frame); err != nil {
+		return err
+	}
+	var w waiter
+	outstanding := 0
+	for i := 0; i < c.Warmup+c.Iterations; i++ {
+		if i == 0 {
+			w.begin(ctx, fmt.Sprintf("waiting for the first %d-byte ping", size), c.firstWait())
+		} else {
+			w.begin(ctx, fmt.Sprintf("waiting for ping %d", i), c.stall())
+		}
+		for pinged := false; !pinged || outstanding >= c.TxDepth; {
+			k, err := r.poll(&w, len(r.wcs))
+			if err != nil {
+				return err
+			}
+			if k == 0 {
+				continue
+			}
+			for j := range r.wcs[:k] {
+				wc := &r.wcs[j]
+				if wc.Status != verbsio.StatusSuccess {
+					return wcError(fmt.Sprintf("pong %d", i), wc)
+				}
+				if wc.Opcode == verbsio.WCSend {
+					outstanding--
+					continue
+				}
+				if _, err := r.qp.PostRecv(r.recv[wc.ID : wc.ID+1]); err != nil {
+					return fmt.Errorf("raw test: repost a receive: %w", err)
+				}
+				pinged = pinged || int(wc.ByteLen) == size
+			}
+		}
+		if _, err := r.qp.PostSend(r.send[:1]); err != nil {
+			return fmt.Errorf("raw test: post pong %d: %w", i, err)
+		}
+		outstanding++
+	}
+	w.begin(ctx, "waiting for the last pong's completion", c.stall())
+	for outstanding > 0 {
+		k, err := r.poll(&w, len(r.wcs))
+		if err != nil {
+			return err
+		}
+		for j := range r.wcs[:k] {
+			if r.wcs[j].Opcode == verbsio.WCSend {
+				outstanding--
+			}
+		}
+	}
+	return nil
+}
+
+// burstClient is raw-burst-lat's client (perftest's LAT_BY_BW): it posts
+// Warmup then Iterations frames of size bytes in bursts of BurstSize,
+// each burst once the previous one completed and, with a software rate,
+// no earlier than the rate allows; every frame is signaled and its
+// sample is its completion's poll time less its post time.
+func (r *runner) burstClient(ctx context.Context, size int) ([]reports.Result, error) {
+	c := r.c
+	if err := r.buildFrames(size, c.Frame); err != nil {
+		return nil, err
+	}
+	burst := c.BurstSize
+	if burst == 0 {
+		burst = c.TxDepth
+	}
+	// One burst's time at the rate, in ns (software pacing only).
+	var gap int64
+	if c.RateMbps > 0 && !c.HWPacing {
+		gap = int64(float64(burst*size*8) * 1e3 / c.RateMbps)
+	}
+	rec, err := reports.NewRecorder(reports.RecorderOptions{Expected: c.Iterations})
+	if err != nil {
+		return nil, err
+	}
+	posted := make([]int64, burst)
+	total := c.Warmup + c.Iterations
+	var w waiter
+	next := clock.Now()
+	for sent, flow, fb := 0, 0, 0; sent < total; {
+		for gap > 0 && clock.Now() < next {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		next += gap
+		k := min(burst, total-sent)
+		for i := range k {
+			posted[i] = clock.Now()
+			if _, err := r.qp.PostSend(r.send[flow : flow+1]); err != nil {
+				return nil, fmt.Errorf("raw test: post frame %d: %w", sent+i, err)
+			}
+			if fb++; fb == c.FlowsBurst {
+				fb, flow = 0, (flow+1)%len(r.send)
+			}
+		}
+		w.begin(ctx, "waiting for send completions", c.stall())
+		for done := 0; done < k; {
+			n, err := r.poll(&w, min(len(r.wcs), k-done))
+			if err != nil {
+				return nil, err
+			}
+			if n == 0 {
+				continue
+			}
+			now := clock.Now()
+			for i := range r.wcs[:n] {
+				if wc := &r.wcs[i]; wc.Status != verbsio.StatusSuccess {
+					return nil, wcError(fmt.Sprintf("frame %d", sent+done), wc)
+				}
+				if sent+done >= c.Warmup {
+					rec.Record(now - posted[done])
+				}
+				done++
+			}
+		}
+		sent += k
+	}
+	res, err := reports.NewLatencyResult(reports.LatencySpec{Test: c.Test.Name(), Bytes: int64(size), Iterations: int64(c.Iterations),
+		Mode: reports.ModeIterations, RTTFactor: reports.RTTFactorOneSided, Percentiles: c.Percentiles}, rec)
+	if err != nil {
+		return nil, err
+	}
+	return []reports.Result{res}, nil
+}

@@ -1,0 +1,364 @@
+// Package raw runs rperf's raw Ethernet tests, perftest's
+// raw_ethernet_bw and raw_ethernet_lat: whole frames (Ethernet, IPv4 or
+// IPv6, UDP or TCP) on a RAW_PACKET QP, steered to the receiver's QP by a
+// flow rule. As in perftest there is no out-of-band exchange: both sides
+// are configured from the command line (the peer's MAC, IP and port), and
+// the server must be started first.
+//
+// raw-bw: the client streams Iterations frames per size with TxDepth
+// outstanding, every send signaled, and reports the rate from its first
+// post to its last send completion (the peak from the per-frame stamps);
+// the server counts what its flow rule delivers and reports the rate
+// between its first and last frame, and how many were lost.
+//
+// raw-lat: the client sends a ping and waits for the server's pong (the
+// same size, every address swapped), one at a time; each sample is the
+// round trip on the software clock, halved as perftest does. With
+// CompletionTimestamps the same round trips are also taken from the
+// completion timestamps (pong receive minus ping send, in the device's
+// clock), reported beside the software clock's figures. The server only
+// answers.
+//
+// The loops busy-poll and neither allocate nor lock per frame.
+package raw
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/rperf/rperf/internal/clock"
+	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/session"
+	"github.com/rperf/rperf/verbsio"
+)
+
+// ClockCompletion is the Clock of results taken from completion
+// timestamps.
+const ClockCompletion = "completion"
+
+// Info is what a side announces once its QP and flow rule are ready.
+type Info struct {
+	QPN      uint32
+	Frame    FrameSpec
+	Inline   bool   // frames go inline (the largest fits the device's inline size)
+	ClockKHz uint64 // the completion clock (CompletionTimestamps), else 0
+}
+
+// Run runs c's test on dev, this side's half: it checks c, creates the
+// PD, CQ, buffer, RAW_PACKET QP and (server, or raw-lat client) the flow
+// rule that steers the peer's frames to it, calls onReady, then measures
+// each size in turn (OnProgress before, OnResult after each). It returns
+// this side's results; it never closes dev.
+func Run(ctx context.Context, dev *verbsio.Context, c *Config, onReady func(Info)) ([]reports.Result, error) {
+	if err := c.Check(); err != nil {
+		return nil, fmt.Errorf("raw test: %w", err)
+	}
+	r, err := setup(dev, c)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	if onReady != nil {
+		onReady(r.info)
+	}
+	var results []reports.Result
+	for i, size := range c.Sizes {
+		if c.OnProgress != nil {
+			c.OnProgress(session.Progress{Index: i, Count: len(c.Sizes), Bytes: size})
+		}
+		var res []reports.Result
+		switch {
+		case c.Test != session.RawLat && c.Server:
+			res, err = r.bwServer(ctx, size)
+		case c.Test == session.RawBW:
+			res, err = r.bwClient(ctx, size)
+		case c.Test == session.RawBurstLat:
+			res, err = r.burstClient(ctx, size)
+		case c.Server:
+			err = r.latServer(ctx, size)
+		default:
+			res, err = r.latClient(ctx, size)
+		}
+		if err != nil {
+			return results, err
+		}
+		for _, x := range res {
+			x.Path = "generic"
+			results = append(results, x)
+			if c.OnResult != nil {
+				c.OnResult(x)
+			}
+		}
+	}
+	return results, nil
+}
+
+// runner holds one side's verbs objects and its preallocated work.
+type runner struct {
+	c    *Config
+	dev  *verbsio.Context
+	pd   *verbsio.PD
+	cq   *verbsio.CQ
+	qp   *verbsio.QP
+	flow *verbsio.Flow
+	buf  []byte
+	mr   *verbsio.MR
+	info Info
+
+	slot int // bytes per frame slot
+	// clockKHz is the completion clock when the CQ stamps completions
+	// (CompletionTimestamps, or a bw server timing arrivals), else 0.
+	sendOff  int // the send frames: one slot per flow
+	recvOff  int // the receive slots: RxDepth of them
+	inline   bool
+	clockKHz uint64
+
+	send []verbsio.SendWR // one prebuilt WR per flow
+	sgl  []verbsio.SGE    // their SGEs
+	recv []verbsio.RecvWR // one prebuilt WR per receive slot
+	rsgl []verbsio.SGE
+	wcs  []verbsio.WC
+}
+
+func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
+	r = &runner{c: c, dev: dev}
+	defer func() {
+		if err != nil {
+			r.close()
+			r = nil
+		}
+	}()
+	attr, err := dev.QueryDevice()
+	if err != nil {
+		return nil, err
+	}
+	maxSize := c.MaxSize()
+	r.slot = (max(maxSize, c.RecvSize) + 63) &^ 63
+	flows := c.Flows
+	if c.Server {
+		flows = 1
+	}
+	r.sendOff, r.recvOff = 0, flows*r.slot
+	if r.buf, err = dev.Alloc(r.recvOff + c.RxDepth*r.slot); err != nil {
+		return nil, err
+	}
+	if r.pd, err = dev.AllocPD(); err != nil {
+		return nil, err
+	}
+	if r.mr, err = r.pd.RegMR(r.buf, verbsio.AccessLocalWrite); err != nil {
+		return nil, err
+	}
+	cqe := c.TxDepth + c.RxDepth + 1
+	// A bw server times arrivals by the receive completions' stamps where
+	// the device gives them (the engine: the kernel's stamp of each
+	// frame), not by when its polls found them: a poll that comes late
+	// finds a batch, which would look like a burst at line rate.
+	stampRecv := c.Server && c.Test != session.RawLat && attr.Ext != nil && attr.Ext.HCACoreClock != 0 && attr.Ext.CompletionTimestampMask != 0
+	if stampRecv {
+		r.clockKHz = attr.Ext.HCACoreClock
+		r.cq, err = dev.CreateCQEx(verbsio.CQInitAttr{CQE: cqe, WCFlags: verbsio.WCExStandard | verbsio.WCExTS})
+	} else if c.CompletionTimestamps {
+		if attr.Ext == nil || attr.Ext.HCACoreClock == 0 || attr.Ext.CompletionTimestampMask == 0 {
+			return nil, fmt.Errorf("raw test: the device does not stamp completions (hca_core_clock or completion_timestamp_mask 0); run without completion timestamps")
+		}
+		r.clockKHz = attr.Ext.HCACoreClock
+		r.cq, err = dev.CreateCQEx(verbsio.CQInitAttr{CQE: cqe, WCFlags: verbsio.WCExStandard | verbsio.WCExTS})
+	} else {
+		r.cq, err = dev.CreateCQ(cqe)
+	}
+	if err != nil {
+		return nil, err
+	}
+	inline := 0
+	if maxSize <= attr.MaxInlineData {
+		inline = maxSize
+	}
+	r.qp, err = r.pd.CreateQP(verbsio.QPInitAttr{Type: verbsio.QPTypeRawPacket, SendCQ: r.cq, RecvCQ: r.cq,
+		Cap: verbsio.QPCap{MaxSendWR: c.TxDepth, MaxRecvWR: c.RxDepth, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: inline}})
+	if err != nil {
+		return nil, err
+	}
+	r.inline = inline > 0
+	if err = r.qp.Connect(verbsio.Endpoint{}, verbsio.Endpoint{}, verbsio.ConnectOptions{}); err != nil {
+		return nil, err
+	}
+	if c.HWPacing && !c.Server {
+		kbps := uint32(c.RateMbps * 1000)
+		pkt := uint16(min(max(c.TypicalPktSize, 0), 0xffff))
+		if pkt == 0 {
+			pkt = uint16(min(maxSize, 0xffff))
+		}
+		qa := verbsio.QPAttr{State: verbsio.QPStateRTS, RateLimit: kbps, TypicalPktSize: pkt}
+		if err = r.qp.Modify(&qa, verbsio.QPAttrState|verbsio.QPAttrRateLimit); err != nil {
+			return nil, fmt.Errorf("raw test: pace the QP at %d kb/s: %w", kbps, err)
+		}
+	}
+	r.sgl = make([]verbsio.SGE, flows)
+	r.send = make([]verbsio.SendWR, flows)
+	flags := verbsio.SendSignaled
+	if r.inline {
+		flags |= verbsio.SendInline
+	}
+	for i := range r.send {
+		r.send[i] = verbsio.SendWR{ID: uint64(i), Opcode: verbsio.OpSend, Flags: flags, SGL: r.sgl[i : i+1]}
+	}
+	r.rsgl = make([]verbsio.SGE, c.RxDepth)
+	r.recv = make([]verbsio.RecvWR, c.RxDepth)
+	for i := range r.recv {
+		r.rsgl[i] = r.mr.SGE(r.recvOff+i*r.slot, r.slot)
+		r.recv[i] = verbsio.RecvWR{ID: uint64(i), SGL: r.rsgl[i : i+1]}
+	}
+	r.wcs = make([]verbsio.WC, 64)
+	// The bw client receives nothing; every other side gets its frames
+	// by a rule on its MAC and port(s).
+	if c.Server || c.Test == session.RawLat {
+		if r.flow, err = r.qp.CreateFlow(r.rule()); err != nil {
+			return nil, fmt.Errorf("raw test: steer the peer's frames to this QP: %w", err)
+		}
+		if n, err := r.qp.PostRecv(r.recv); err != nil || n != len(r.recv) {
+			return nil, fmt.Errorf("raw test: post %d receives: %d posted: %w", len(r.recv), n, err)
+		}
+	}
+	r.info = Info{QPN: r.qp.QPN(), Frame: c.Frame, Inline: r.inline, ClockKHz: r.clockKHz}
+	return r, nil
+}
+
+// rule steers frames to this side's MAC (a multicast server: the
+// group's) and L4 port (each of the flows' ports on a bw server: the
+// port's bits that the flows vary are masked out only when the flows
+// count is a power of two; else one rule per flow would be needed, and
+// the ETH rule alone is used).
+func (r *runner) rule() verbsio.FlowAttr {
+	if t := r.c.RuleType; t != verbsio.FlowNormal && r.c.Server {
+		return verbsio.FlowAttr{Type: t, Port: 1}
+	}
+	f := &r.c.Frame
+	all := verbsio.MAC{255, 255, 255, 255, 255, 255}
+	dst := f.SrcMAC
+	if r.c.Multicast && r.c.Server {
+		dst = f.DstMAC // the group's MAC, as attaching the QP to the group would take
+	}
+	specs := []verbsio.FlowSpec{verbsio.FlowETH{Val: verbsio.ETHFilter{Dst: verbsio.MAC(dst)}, Mask: verbsio.ETHFilter{Dst: all}}}
+	if n := r.c.Flows; n == 1 || (n&(n-1) == 0 && int(f.SrcPort)%n == 0) {
+		mask := ^uint16(n - 1)
+		port := verbsio.PortFilter{Dst: f.SrcPort & mask}
+		pm := verbsio.PortFilter{Dst: mask}
+		if f.TCP {
+			specs = append(specs, verbsio.FlowTCP{Val: port, Mask: pm})
+		} else {
+			specs = append(specs, verbsio.FlowUDP{Val: port, Mask: pm})
+		}
+	}
+	return verbsio.FlowAttr{Port: 1, Specs: specs}
+}
+
+// buildFrames writes the frames of size bytes: flow i's in send slot i.
+func (r *runner) buildFrames(size int, spec FrameSpec) error {
+	for i := range r.send {
+		s := spec
+		s.SrcPort += uint16(i)
+		s.DstPort += uint16(i)
+		off := r.sendOff + i*r.slot
+		if err := s.Build(r.buf[off:off+size], byte(i)); err != nil {
+			return fmt.Errorf("raw test: %w", err)
+		}
+		r.sgl[i] = r.mr.SGE(off, size)
+	}
+	return nil
+}
+
+func (r *runner) close() {
+	if r.flow != nil {
+		r.flow.Destroy()
+	}
+	if r.qp != nil {
+		r.qp.Destroy()
+	}
+	if r.cq != nil {
+		r.cq.Destroy()
+	}
+	if r.mr != nil {
+		r.mr.Dereg()
+	}
+	if r.pd != nil {
+		r.pd.Dealloc()
+	}
+	if r.buf != nil {
+		r.dev.Free(r.buf)
+	}
+}
+
+// waiter bounds a busy-poll: it checks the clock and the context every
+// 1024 spins, yields to the scheduler each time, and naps (a
+// millisecond) once a wait lasts longer than session.BackoffAfter, so
+// that a loaded machine still runs the peer.
+type waiter struct {
+	ctx      context.Context
+	what     string
+	limit    time.Duration
+	start    int64
+	spins    int
+	deadline int64
+}
+
+func (w *waiter) begin(ctx context.Context, what string, limit time.Duration) {
+	w.ctx, w.what, w.limit, w.spins = ctx, what, limit, 0
+	w.start = clock.Now()
+	w.deadline = w.start + int64(limit)
+}
+
+// progress restarts the wait at now: something arrived.
+func (w *waiter) progress(now int64) {
+	w.start, w.deadline, w.spins = now, now+int64(w.limit), 0
+}
+
+// idle is called when a poll found nothing.
+func (w *waiter) idle() error {
+	w.spins++
+	if w.spins&1023 != 0 {
+		return nil
+	}
+	now := clock.Now()
+	if now > w.deadline {
+		return &stallError{w.what, w.limit}
+	}
+	if err := w.ctx.Err(); err != nil {
+		return fmt.Errorf("raw test: %s: %w", w.what, err)
+	}
+	if now-w.start > int64(session.BackoffAfter) {
+		time.Sleep(50 * time.Microsecond)
+	} else {
+		runtime.Gosched()
+	}
+	return nil
+}
+
+// stallError is a wait that saw nothing for its limit.
+type stallError struct {
+	what  string
+	limit time.Duration
+}
+
+func (e *stallError) Error() string {
+	return fmt.Sprintf("raw test: %s: nothing for %v (is the peer running, with this side's MAC, IP and port as its destination?)", e.what, e.limit)
+}
+
+// poll polls up to n completions into r.wcs; when there are none it runs
+// the wait's idle turn, whose error (a stall, a cancelled context) it
+// returns.
+func (r *runner) poll(w *waiter, n int) (int, error) {
+	k, err := r.cq.Poll(r.wcs[:n])
+	if err != nil {
+		return 0, fmt.Errorf("raw test: poll: %w", err)
+	}
+	if k == 0 {
+		return 0, w.idle()
+	}
+	return k, nil
+}
+
+func wcError(what string, wc *verbsio.WC) error {
+	return fmt.Errorf("raw test: %s completed with %v (vendor error 0x%x)", what, wc.Status, wc.VendorErr)
+}
