@@ -390,12 +390,12 @@ func (d *Device) closeKernel(hs []kernelHandle) {
 func (id *ID) kernelConnect(p *ConnParam, qpn uint32) error {
 	d := id.dev
 	if id.qpType == verbsio.QPTypeUD {
-		if max := mad.SIDRREQPrivateDataSize - mad.CMAHeaderLen; len(p.PrivateData) > max {
-			return id.err("rdma_connect", unix.EINVAL, "%d bytes of private data; a UD request carries at most %d", len(p.PrivateData), max)
+		if most := mad.SIDRREQPrivateDataSize - mad.CMAHeaderLen; len(p.PrivateData) > most {
+			return id.err("rdma_connect", unix.EINVAL, "%d bytes of private data; a UD request carries at most %d", len(p.PrivateData), most)
 		}
 	} else {
-		if max := mad.REQPrivateDataSize - mad.CMAHeaderLen; len(p.PrivateData) > max {
-			return id.err("rdma_connect", unix.EINVAL, "%d bytes of private data; a connection request carries at most %d", len(p.PrivateData), max)
+		if most := mad.REQPrivateDataSize - mad.CMAHeaderLen; len(p.PrivateData) > most {
+			return id.err("rdma_connect", unix.EINVAL, "%d bytes of private data; a connection request carries at most %d", len(p.PrivateData), most)
 		}
 		id.respRes = d.maxResources(p.ResponderResources, d.attr.MaxQPRdAtom)
 		id.initDepth = d.maxResources(p.InitiatorDepth, d.attr.MaxQPInitRdAtom)
