@@ -111,6 +111,22 @@ func (s *kernelSide) qp(t *testing.T, id *ID, typ verbsio.QPType) *verbsio.QP {
 	return qp
 }
 
+// listen makes a listener on kLocal:18515.
+func (s *kernelSide) listen(t *testing.T, ps PortSpace, typ verbsio.QPType) *ID {
+	t.Helper()
+	l, err := s.ch.CreateID(nil, ps, typ)
+	if err == nil {
+		err = l.BindAddr(netip.AddrPortFrom(kLocal, 18515))
+	}
+	if err == nil {
+		err = l.Listen(1)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func handleOf(id *ID) unsafe.Pointer { return unsafe.Pointer(id.kh.(*cHandle).id) }
 
 // resolve takes id through ADDR_RESOLVED and ROUTE_RESOLVED.
@@ -241,13 +257,7 @@ func TestKernelDeferredEstablish(t *testing.T) {
 // hands rdma_accept its number and the private data.
 func TestKernelAccept(t *testing.T) {
 	s := newKernelSide(t)
-	l, _ := s.ch.CreateID(nil, PortSpaceTCP, verbsio.QPTypeRC)
-	if err := l.BindAddr(netip.AddrPortFrom(kLocal, 18515)); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Listen(1); err != nil {
-		t.Fatal(err)
-	}
+	l := s.listen(t, PortSpaceTCP, verbsio.QPTypeRC)
 	peer := netip.MustParseAddrPort("127.0.0.2:5000")
 	child := s.f.Child(handleOf(l), netip.AddrPortFrom(kLocal, 18515), peer)
 	s.f.Push(fakecm.Event{Type: int(EventConnectRequest), ID: child, Listen: handleOf(l), PrivateData: []byte("req"),
@@ -290,13 +300,7 @@ func TestKernelAccept(t *testing.T) {
 // rejected and its identifier destroyed, no event.
 func TestKernelRequestWithoutListener(t *testing.T) {
 	s := newKernelSide(t)
-	l, _ := s.ch.CreateID(nil, PortSpaceTCP, verbsio.QPTypeRC)
-	if err := l.BindAddr(netip.AddrPortFrom(kLocal, 18515)); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Listen(1); err != nil {
-		t.Fatal(err)
-	}
+	l := s.listen(t, PortSpaceTCP, verbsio.QPTypeRC)
 	lh := handleOf(l)
 	child := s.f.Child(lh, netip.AddrPortFrom(kLocal, 18515), kRemote)
 	before := s.f.LiveIDs()
@@ -433,13 +437,7 @@ func TestKernelUD(t *testing.T) {
 		t.Errorf("UD ESTABLISHED %+v, want QPN 0x99, Q_Key %#x, the peer's GID and the SIDR_REP's private data", ev.UD, uint32(UDPQKey))
 	}
 
-	l, _ := s.ch.CreateID(nil, PortSpaceUDP, verbsio.QPTypeUD)
-	if err := l.BindAddr(netip.AddrPortFrom(kLocal, 18515)); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Listen(1); err != nil {
-		t.Fatal(err)
-	}
+	l := s.listen(t, PortSpaceUDP, verbsio.QPTypeUD)
 	child := s.f.Child(handleOf(l), netip.AddrPortFrom(kLocal, 18515), kRemote)
 	s.f.Push(fakecm.Event{Type: int(EventConnectRequest), ID: child, Listen: handleOf(l), UD: true, PrivateData: []byte("hi")})
 	req := s.next(t, EventConnectRequest)
