@@ -334,10 +334,16 @@ func (id *ID) kernelListen(d *Device, backlog int) error {
 		}
 		d = devs[0]
 	}
+	// An identifier BindAddr bound is bound in the kernel already (a
+	// second rdma_bind_addr is EINVAL); a wildcard one gets its handle here.
+	fresh := id.kh == nil
 	if err := id.kernelID(d); err != nil {
 		return err
 	}
-	err := id.kh.bind(id.src)
+	var err error
+	if fresh {
+		err = id.kh.bind(id.src)
+	}
 	if err == nil {
 		err = id.kh.listen(backlog)
 	}

@@ -149,6 +149,10 @@ static int f_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 
 	if (called("bind_addr"))
 		return -1;
+	if (id->route.addr.src_storage.ss_family != 0) {
+		errno = EINVAL; /* the kernel binds an IDLE identifier only */
+		return -1;
+	}
 	memcpy(&id->route.addr.src_storage, addr, sizeof(struct sockaddr_storage));
 	if (sin->sin_port == 0)
 		sin->sin_port = htons(40000);
