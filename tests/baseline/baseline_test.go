@@ -290,7 +290,7 @@ func TestCaches(t *testing.T) {
 		t.Errorf("largestCache = %d; want 32 MiB", got)
 	}
 	region, cache := ColdRegion()
-	if region < 64<<20 || region > 1<<30 || cache > 0 && region < min(2*cache, 1<<30) {
+	if region < 64<<20 || region > MaxColdRegion || cache > 0 && region < min(2*cache, MaxColdRegion) {
 		t.Errorf("ColdRegion = %d for a %d-byte cache", region, cache)
 	}
 }

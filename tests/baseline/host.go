@@ -38,8 +38,8 @@ func Memmove(size, copies, region int) (reports.Result, error) {
 		test, span = NameMemmoveCold, region/size*size
 	}
 	src, dst := make([]byte, span), make([]byte, span)
-	for i := range src { // touch every page before the clock runs
-		src[i], dst[i] = byte(i), byte(i>>8)
+	for i := 0; i < span; i += 4096 { // fault every page in (a private page, not the shared zero page) before the clock runs
+		src[i], dst[i] = byte(i>>12), 1
 	}
 	posted, completed := make([]int64, copies), make([]int64, copies)
 	off := 0
@@ -62,12 +62,16 @@ func Memmove(size, copies, region int) (reports.Result, error) {
 
 // ColdRegion is the region Memmove's cold copies use on this machine:
 // twice the largest cache the kernel lists (sysfs), at least 64 MiB and
-// at most 1 GiB (a virtual machine may list a cache of the host's size),
+// at most 512 MiB (a virtual machine may list a cache of the host's size;
+// 2 × 512 MiB are allocated),
 // and the cache size it came from (0 when none is listed).
 func ColdRegion() (region, cache int) {
 	cache = largestCache(func(name string) ([]byte, error) { return os.ReadFile(name) })
-	return min(max(2*cache, 64<<20), 1<<30), cache
+	return min(max(2*cache, 64<<20), MaxColdRegion), cache
 }
+
+// MaxColdRegion caps ColdRegion.
+const MaxColdRegion = 512 << 20
 
 // largestCache returns the largest cache size of CPU 0 in sysfs, 0 if
 // none is listed.

@@ -236,9 +236,11 @@ const streamWindow = 128
 
 // UDPStream measures a UDP stream with GSO and GRO from a peer process to
 // this one on loopback: the peer sends s.Messages messages of the layout
-// s, each packet group in one sendmsg that the kernel segments (GSO,
-// blocking when the socket's buffer is full, which is the kernel's flow
-// control); this process reads with GRO, busy polling. The rate is the
+// s, each packet group in one sendmsg that the kernel segments (GSO);
+// this process reads with GRO, busy polling, and reports its progress to
+// the sender, which keeps at most 64 messages beyond it (loopback has no
+// flow control of its own: a sender outruns its receiver and the kernel
+// drops what overflows the receive buffer). The rate is the
 // receiver's: whole messages from the arrival that completed the first
 // to the arrival that completed the last, payload bytes only. Datagrams
 // the kernel dropped are lost_messages (in whole messages).
@@ -304,6 +306,7 @@ func streamRecv(p *peer, fd int, s Stream) (reports.Result, error) {
 	c := streamCount{seg: int64(s.segment()), payload: int64(s.SegmentPayload), msg: int64(s.MessageBytes)}
 	buf := make([]byte, 1<<16)
 	lastRead := clock.Now()
+	var credited int64
 	var sp spinner
 	for c.total < want {
 		n, e := recv(fd, buf)
@@ -322,6 +325,12 @@ func streamRecv(p *peer, fd int, s Stream) (reports.Result, error) {
 		now := clock.Now()
 		if err := c.add(n, now); err != nil {
 			return reports.Result{}, err
+		}
+		if c.whole >= credited+streamCredit {
+			if err := p.send("got %d", c.whole); err != nil {
+				return reports.Result{}, err
+			}
+			credited = c.whole
 		}
 		lastRead, sp = now, spinner{}
 	}
@@ -379,36 +388,95 @@ func (c *streamCount) result(sent int) (reports.Result, error) {
 	return res, nil
 }
 
-// streamSend sends the stream its order asks for on fd, then says "sent".
+// streamSend sends the stream its order asks for on fd, then says
+// "sent"; meanwhile it reads the receiver's credits ("got N": N messages
+// have arrived whole).
 func streamSend(f *os.File, ctl *bufio.Reader, out io.Writer) error {
-	fd := int(f.Fd()) // Fd makes the socket blocking: the kernel's flow control
+	fd := int(f.Fd())
 	fmt.Fprintln(out, "ready")
-	return orders(ctl, func(line string) error {
-		var s Stream
-		w := strings.Fields(line)
-		if len(w) != 5 || w[0] != "send" {
+	line, err := ctl.ReadString('\n')
+	if err != nil {
+		return nil // the measuring process gave up
+	}
+	var s Stream
+	w := strings.Fields(line)
+	if len(w) != 5 || w[0] != "send" {
+		return fmt.Errorf("udp stream sender: order %q", line)
+	}
+	for i, p := range []*int{&s.MessageBytes, &s.Messages, &s.SegmentPayload, &s.SegmentOverhead} {
+		if *p, err = strconv.Atoi(w[i+1]); err != nil {
 			return fmt.Errorf("udp stream sender: order %q", line)
 		}
-		for i, p := range []*int{&s.MessageBytes, &s.Messages, &s.SegmentPayload, &s.SegmentOverhead} {
-			v, err := strconv.Atoi(w[i+1])
-			if err != nil {
-				return fmt.Errorf("udp stream sender: order %q", line)
-			}
-			*p = v
-		}
-		if err := s.check(); err != nil {
-			return err
-		}
-		if err := sendStream(fd, s); err != nil {
-			return fmt.Errorf("udp stream sender: %w", err)
-		}
-		fmt.Fprintln(out, "sent")
-		return nil
-	})
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	cr := newCredits()
+	go cr.read(ctl)
+	if err := sendStream(fd, s, cr); err != nil {
+		return fmt.Errorf("udp stream sender: %w", err)
+	}
+	fmt.Fprintln(out, "sent")
+	<-cr.done
+	return nil
 }
 
-// sendStream sends s's messages, each cut into GSO sends of whole packets.
-func sendStream(fd int, s Stream) error {
+// Flow control: the receiver reports every streamCredit messages that
+// have arrived; the sender keeps at most streamAhead messages beyond the
+// last report (4 MiB of payload, half the receive buffer), as the
+// engine's window of outstanding WRITEs keeps its receiver from
+// overflowing. A report that does not come within streamCreditWait
+// (packets lost on the way) lets the sender go on.
+const (
+	streamCredit     = 8
+	streamAhead      = 64
+	streamCreditWait = 100 * time.Millisecond
+)
+
+// credits is what the sender knows of the receiver's progress.
+type credits struct {
+	got  atomic.Int64
+	more chan struct{} // a report came
+	done chan struct{} // the order stream closed
+}
+
+func newCredits() *credits {
+	return &credits{more: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// read takes the receiver's reports until ctl closes.
+func (c *credits) read(ctl *bufio.Reader) {
+	defer close(c.done)
+	for {
+		line, err := ctl.ReadString('\n')
+		if err != nil {
+			return
+		}
+		var n int64
+		if _, err := fmt.Sscanf(line, "got %d", &n); err == nil && n > c.got.Load() {
+			c.got.Store(n)
+			select {
+			case c.more <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// wait returns when message m may leave.
+func (c *credits) wait(m int) {
+	for int64(m) >= c.got.Load()+streamAhead {
+		select {
+		case <-c.more:
+		case <-time.After(streamCreditWait):
+			c.got.Store(int64(m) - streamAhead + 1) // lost: go on
+		}
+	}
+}
+
+// sendStream sends s's messages, each cut into GSO sends of whole
+// packets, within the receiver's credits.
+func sendStream(fd int, s Stream, cr *credits) error {
 	seg, wire := s.segment(), s.MessageBytes/s.SegmentPayload*s.segment()
 	mem := make([]byte, streamWindow*wire)
 	for i := range mem {
@@ -416,6 +484,7 @@ func sendStream(fd int, s Stream) error {
 	}
 	group := s.perSend() * seg
 	for m := 0; m < s.Messages; m++ {
+		cr.wait(m)
 		msg := mem[m%streamWindow*wire:][:wire]
 		for off := 0; off < wire; off += group {
 			b := msg[off:min(off+group, wire)]
@@ -424,7 +493,7 @@ func sendStream(fd int, s Stream) error {
 				if e == 0 {
 					break
 				}
-				if e != unix.EINTR && e != unix.ENOBUFS {
+				if e != unix.EINTR && e != unix.ENOBUFS && e != unix.EAGAIN {
 					return fmt.Errorf("send: %w", e)
 				}
 			}

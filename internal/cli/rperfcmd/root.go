@@ -72,7 +72,7 @@ peers started with different ones), 3 rperf compare found a regression,
 		}
 		root.AddCommand(newRawCommand(t))
 	}
-	root.AddCommand(newPathsCommand(), newDMLatCommand(), newPacingCommand(), newRpingCommand())
+	root.AddCommand(newPathsCommand(), newDMLatCommand(), newPacingCommand(), newRpingCommand(), newBaselineCommand())
 	root.AddCommand(comparecmd.New(nil), plotcmd.New(nil))
 	root.AddCommand(suitecmd.New(nil))
 	return root
