@@ -16,11 +16,11 @@ import (
 // previous call left queued, reads what has arrived, acts on it, queues the
 // acknowledgements and responses it owes and retransmits what timed out.
 //
-// What it queues goes out with the next doorbell (a PostSend flushes it in
+// What it owes goes out with the next doorbell (a PostSend flushes it in
 // the same sendmmsg as its own packets) or at the next progress call;
 // callers that are about to sleep call flush first. A busy-polling
 // ping-pong thus sends its acknowledgement and its next SEND in one system
-// call.
+// call, and in one datagram (see flush).
 func (f *udpFabric) receive() { f.receiveOn(f.inUse.Load()) }
 
 // receiveOn is receive reading the sockets of the GIDs whose bits are in
@@ -46,7 +46,6 @@ func (f *udpFabric) receiveOn(used uint64) {
 					f.input(conn, d.Buf[off:min(off+d.Seg, d.N)], d.From)
 				}
 			}
-			f.sendAcks()
 			if len(in) < udp.Batch {
 				break // the socket was drained: another read would find nothing
 			}
@@ -189,7 +188,7 @@ func (f *udpFabric) pollFDsOn(fds []unix.PollFd, used uint64) int {
 	return n
 }
 
-// sendAcks sends the coalesced acknowledgements owed after a batch.
+// sendAcks queues the coalesced acknowledgements owed (flush calls it).
 func (f *udpFabric) sendAcks() {
 	for _, u := range f.ackQ {
 		if u.ackDue {
