@@ -31,6 +31,11 @@ const (
 	baselineBWIters  = 5000  // messages of the stream and the engine's write-bw (perftest's default)
 	baselineCopies   = 5000  // copies of each memmove
 	baselineSamples  = 2000  // samples of each cost, CostBatch operations each
+	// baselineUDPTimeout is the engine's ACK timeout exponent on udp_lo
+	// (-u): 1.07 s, so that a busy machine that starves a process for
+	// half a second (-u 14's 67 ms times 7 retries) does not end the run;
+	// a run that loses nothing never waits for it.
+	baselineUDPTimeout = 18
 	// baselineEngineWait bounds one engine run.
 	baselineEngineWait = 5 * time.Minute
 )
@@ -67,7 +72,8 @@ the engine's for the same work, with their ratio (engine / machine):
   clock read             rperf's clock (the cost every sample carries)
 
 The engine's figures are rperf's own commands with --loopback (a second
-rperf process), e.g. rperf send-lat --loopback -d udp_lo -s 64 -n 20000.
+rperf process), e.g. rperf send-lat --loopback -d udp_lo -s 64 -n 20000
+-u 18 (a long ACK timeout, so that a busy machine does not end the run).
 Latency ratios are of p50 one-way latency (above 1: the engine is slower);
 bandwidth ratios are of bandwidth (below 1: the engine moves less).
 --json writes one rperf/v1 document with every record: the machine's
@@ -108,7 +114,7 @@ type item struct {
 }
 
 func (c *baselineCmd) items(launch baseline.Launcher) []item {
-	n, bw := strconv.Itoa(c.latIters), strconv.Itoa(c.bwIters)
+	n, bw, udpTimeout := strconv.Itoa(c.latIters), strconv.Itoa(c.bwIters), strconv.Itoa(baselineUDPTimeout)
 	region, _ := baseline.ColdRegion()
 	stream := baseline.Stream{MessageBytes: 64 << 10, Messages: c.bwIters, SegmentPayload: 4096, SegmentOverhead: baseline.StreamSegmentOverhead}
 	shmBW := func(size int) [][]string {
@@ -116,9 +122,9 @@ func (c *baselineCmd) items(launch baseline.Launcher) []item {
 	}
 	return []item{
 		{"UDP ping-pong 64 B", func() (reports.Result, error) { return baseline.UDPPingPong(launch, 64, c.latIters) },
-			[][]string{{"send-lat", "-d", "udp_lo", "-s", "64", "-n", n}, {"write-lat", "-d", "udp_lo", "-s", "64", "-n", n}}, "us"},
+			[][]string{{"send-lat", "-d", "udp_lo", "-s", "64", "-n", n, "-u", udpTimeout}, {"write-lat", "-d", "udp_lo", "-s", "64", "-n", n, "-u", udpTimeout}}, "us"},
 		{"UDP stream 64 KiB, GSO+GRO", func() (reports.Result, error) { return baseline.UDPStream(launch, stream) },
-			[][]string{{"write-bw", "-d", "udp_lo", "-s", "65536", "-n", bw}}, "MiB/s"},
+			[][]string{{"write-bw", "-d", "udp_lo", "-s", "65536", "-n", bw, "-u", udpTimeout}}, "MiB/s"},
 		{"shm ping-pong 8 B", func() (reports.Result, error) { return baseline.SHMPingPong(launch, 8, c.latIters) },
 			[][]string{{"write-lat", "-d", "shm0", "-s", "8", "-n", n}}, "us"},
 		{"memmove 64 KiB warm", func() (reports.Result, error) { return baseline.Memmove(64<<10, baselineCopies, 0) }, shmBW(64 << 10), "MiB/s"},
