@@ -15,7 +15,7 @@ import (
 // compared with, and its ratio is the two figures of merit divided, as
 // worked out here from the document itself.
 func TestBaseline(t *testing.T) {
-	r := rperf(t, "baseline", "-n", "300", "--bw-iters", "60", "--json", "-")
+	r := rperf(t, "baseline", "-n", "300", "--bw-iters", "60", "--cold-region", "8M", "--json", "-")
 	if r.code != 0 {
 		t.Fatalf("rperf baseline: exit %d\n%s", r.code, r.stderr)
 	}
@@ -65,7 +65,7 @@ func TestBaseline(t *testing.T) {
 	}
 
 	// The table names the work, the engine's command and the ratio.
-	r = rperf(t, "baseline", "-n", "300", "--bw-iters", "60", "--engine=false")
+	r = rperf(t, "baseline", "-n", "300", "--bw-iters", "60", "--cold-region", "8M", "--engine=false")
 	if r.code != 0 {
 		t.Fatalf("rperf baseline --engine=false: exit %d\n%s", r.code, r.stderr)
 	}
@@ -78,8 +78,16 @@ func TestBaseline(t *testing.T) {
 		t.Errorf("--engine=false ran the engine:\n%s", r.stdout)
 	}
 
-	if r := rperf(t, "baseline", "-n", "0"); r.code != 2 || !strings.Contains(r.stderr, "at least 1 round trip") {
-		t.Errorf("rperf baseline -n 0: exit %d, %s; want 2 and the reason", r.code, r.stderr)
+	for _, bad := range []struct{ args, want string }{
+		{"-n 0", "at least 1 round trip"},
+		{"--bw-iters 1", "2 messages"},
+		{"--cold-region 1M", "--cold-region 1M: give at least 2M"},
+		{"--cold-region lots", "--cold-region lots"},
+	} {
+		r := rperf(t, append([]string{"baseline"}, strings.Fields(bad.args)...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, bad.want) {
+			t.Errorf("rperf baseline %s: exit %d, %s; want 2 and %q", bad.args, r.code, r.stderr, bad.want)
+		}
 	}
 }
 

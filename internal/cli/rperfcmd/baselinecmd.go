@@ -29,7 +29,6 @@ import (
 const (
 	baselineLatIters = 20000 // round trips of every ping-pong, the machine's and the engine's
 	baselineBWIters  = 5000  // messages of the stream and the engine's write-bw (perftest's default)
-	baselineCopies   = 5000  // copies of each memmove
 	baselineSamples  = 2000  // samples of each cost, CostBatch operations each
 	// baselineUDPTimeout is the engine's ACK timeout exponent on udp_lo
 	// (-u): 1.07 s, so that a busy machine that starves a process for
@@ -46,6 +45,8 @@ const baselinePeerFlag = "baseline-peer"
 
 type baselineCmd struct {
 	latIters, bwIters int
+	coldRegion        string
+	region            int // --cold-region parsed, or baseline.ColdRegion's
 	engine            bool
 	jsonPath          string
 	peer              string
@@ -91,7 +92,9 @@ machine record it is compared with (baseline) and the ratio
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	fs.IntVarP(&c.latIters, "iters", "n", baselineLatIters, "round trips of every ping-pong, the machine's and the engine's")
-	fs.IntVar(&c.bwIters, "bw-iters", baselineBWIters, "64 KiB messages of the UDP stream and of the engine's write-bw runs")
+	fs.IntVar(&c.bwIters, "bw-iters", baselineBWIters, "64 KiB messages of the UDP stream and of the engine's write-bw runs; copies of each memmove (at most 20000)")
+	fs.StringVar(&c.coldRegion, "cold-region", "",
+		"bytes of each of the two regions cache-cold copies move through (K, M, G suffixes; default: twice the largest cache sysfs lists, 64M to 512M)")
 	fs.BoolVar(&c.engine, "engine", true, "run the engine's tests beside the machine's (--engine=false: the machine only)")
 	fs.StringVar(&c.jsonPath, "json", "", "write every record as an rperf/v1 JSON document to FILE (- for stdout, instead of the table)")
 	fs.StringVar(&c.peer, baselinePeerFlag, "", "")
@@ -115,7 +118,8 @@ type item struct {
 
 func (c *baselineCmd) items(launch baseline.Launcher) []item {
 	n, bw, udpTimeout := strconv.Itoa(c.latIters), strconv.Itoa(c.bwIters), strconv.Itoa(baselineUDPTimeout)
-	region, _ := baseline.ColdRegion()
+	region := c.region
+	copies := min(c.bwIters, reports.PeakIterationLimit) // as many as the engine's write-bw moves
 	stream := baseline.Stream{MessageBytes: 64 << 10, Messages: c.bwIters, SegmentPayload: 4096, SegmentOverhead: baseline.StreamSegmentOverhead}
 	shmBW := func(size int) [][]string {
 		return [][]string{{"write-bw", "-d", "shm0", "-s", strconv.Itoa(size), "-n", bw}}
@@ -127,10 +131,10 @@ func (c *baselineCmd) items(launch baseline.Launcher) []item {
 			[][]string{{"write-bw", "-d", "udp_lo", "-s", "65536", "-n", bw, "-u", udpTimeout}}, "MiB/s"},
 		{"shm ping-pong 8 B", func() (reports.Result, error) { return baseline.SHMPingPong(launch, 8, c.latIters) },
 			[][]string{{"write-lat", "-d", "shm0", "-s", "8", "-n", n}}, "us"},
-		{"memmove 64 KiB warm", func() (reports.Result, error) { return baseline.Memmove(64<<10, baselineCopies, 0) }, shmBW(64 << 10), "MiB/s"},
-		{"memmove 64 KiB cold", func() (reports.Result, error) { return baseline.Memmove(64<<10, baselineCopies, region) }, shmBW(64 << 10), "MiB/s"},
-		{"memmove 1 MiB warm", func() (reports.Result, error) { return baseline.Memmove(1<<20, baselineCopies, 0) }, shmBW(1 << 20), "MiB/s"},
-		{"memmove 1 MiB cold", func() (reports.Result, error) { return baseline.Memmove(1<<20, baselineCopies, region) }, shmBW(1 << 20), "MiB/s"},
+		{"memmove 64 KiB warm", func() (reports.Result, error) { return baseline.Memmove(64<<10, copies, 0) }, shmBW(64 << 10), "MiB/s"},
+		{"memmove 64 KiB cold", func() (reports.Result, error) { return baseline.Memmove(64<<10, copies, region) }, shmBW(64 << 10), "MiB/s"},
+		{"memmove 1 MiB warm", func() (reports.Result, error) { return baseline.Memmove(1<<20, copies, 0) }, shmBW(1 << 20), "MiB/s"},
+		{"memmove 1 MiB cold", func() (reports.Result, error) { return baseline.Memmove(1<<20, copies, region) }, shmBW(1 << 20), "MiB/s"},
 		{"system call (Syscall)", func() (reports.Result, error) { return baseline.Syscall(baselineSamples, false) }, nil, "us"},
 		{"system call (RawSyscall)", func() (reports.Result, error) { return baseline.Syscall(baselineSamples, true) }, nil, "us"},
 		{"clock read", func() (reports.Result, error) { return baseline.ClockRead(baselineSamples) }, nil, "us"},
@@ -140,6 +144,13 @@ func (c *baselineCmd) items(launch baseline.Launcher) []item {
 func (c *baselineCmd) run(ctx context.Context, stdout, stderr io.Writer) (err error) {
 	if c.latIters < 1 || c.bwIters < 2 {
 		return cli.Usagef("-n %d, --bw-iters %d: give at least 1 round trip and 2 messages", c.latIters, c.bwIters)
+	}
+	if c.region, _ = baseline.ColdRegion(); c.coldRegion != "" {
+		n, err := parseSize(c.coldRegion)
+		if err != nil || n < 2<<20 {
+			return cli.Usagef("--cold-region %s: give at least 2M (two of the largest copies, 1 MiB)", c.coldRegion)
+		}
+		c.region = n
 	}
 	jf, err := createOutput(c.jsonPath, "--json")
 	if err != nil {
