@@ -178,6 +178,9 @@ func (c *baselineCmd) run(ctx context.Context, stdout, stderr io.Writer) (err er
 	engineRuns := map[string]reports.Result{} // one run per command line
 	engineErrs := map[string]error{}
 	for _, it := range c.items(launch) {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("baseline: interrupted before %s: %w", it.what, err)
+		}
 		fmt.Fprintf(stderr, "baseline: %s ...\n", it.what)
 		m, err := it.machine()
 		if err != nil {
