@@ -18,7 +18,8 @@ import (
 //
 // What it owes goes out with the next doorbell (a PostSend flushes it in
 // the same sendmmsg as its own packets) or at the next progress call;
-// callers that are about to sleep call flush first. A busy-polling
+// callers that are about to sleep or return from a blocking wait call
+// flush first, and so does receive itself while background progress runs. A busy-polling
 // ping-pong thus sends its acknowledgement and its next SEND in one system
 // call, and in one datagram (see flush).
 func (f *udpFabric) receive() { f.receiveOn(f.inUse.Load()) }
@@ -57,6 +58,13 @@ func (f *udpFabric) receiveOn(used uint64) {
 			f.active[i].tick(t)
 		}
 		f.prune()
+	}
+	// While background progress runs, a foreground poll that took the
+	// input sends what it owes at once: the background round sleeps until
+	// input or its timer, and would hold the peer's acknowledgement that
+	// long (up to 20 ms: past a short QP timeout).
+	if f.c.bg.on {
+		f.flush()
 	}
 }
 
@@ -208,7 +216,13 @@ func (f *udpFabric) wait(q *cq, deadline int64) error {
 		c.lock()
 		defer c.unlock()
 		f.receive()
-		return q.ready(), f.nextDeadline()
+		if q.ready() {
+			// A blocking waiter may go on to anything but a post: what
+			// it owes the peer leaves now.
+			f.flush()
+			return true, 0
+		}
+		return false, f.nextDeadline()
 	}
 	for i := 0; i < 200; i++ {
 		if ok, _ := step(); ok {

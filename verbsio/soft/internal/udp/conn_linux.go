@@ -392,11 +392,12 @@ func (c *Conn) Flush() error {
 	done := 0
 	var err error
 	for done < n {
-		// The socket is non-blocking: the call never waits, so it goes
-		// without the scheduler's hand-off of a blocking system call
-		// (entersyscall and exitsyscall cost a busy-polling sender about
-		// as much as a small datagram's copy).
-		r, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&c.shdr[done])), uintptr(n-done), 0, 0, 0)
+		// An ordinary system call, though the socket never blocks: a raw
+		// one keeps its P from the scheduler for the call, and the engine
+		// shares its process with the application's goroutines and its own
+		// background progress (with RawSyscall, TestUDPFastPathAllocs,
+		// both sides in one process, took a QP timeout per operation).
+		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&c.shdr[done])), uintptr(n-done), 0, 0, 0)
 		if e != 0 {
 			switch e {
 			case unix.EINTR:
@@ -500,9 +501,8 @@ func (c *Conn) Recv() ([]In, error) {
 	}
 	c.nin = 0
 	for {
-		// MSG_DONTWAIT: the call never waits, so it goes without the
-		// scheduler's hand-off of a blocking system call (see Flush).
-		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&c.rhdr[0])), Batch, unix.MSG_DONTWAIT, 0, 0)
+		// An ordinary system call (see Flush).
+		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&c.rhdr[0])), Batch, unix.MSG_DONTWAIT, 0, 0)
 		if e != 0 {
 			if e == unix.EINTR {
 				continue
