@@ -7,7 +7,7 @@
 #   make bench-rperf    rperf's own cost per latency iteration beside the engine's round trip
 #   make fuzz           every fuzz target for FUZZTIME each
 #   make calibrate      rperf compare's A/A campaign, live (REPORTS=40; UPDATE=1 rewrites the corpus and docs/compare.md)
-#   make build-ibverbs  rdiag/rperf with the rdma-core provider (needs libibverbs-dev)
+#   make build-ibverbs  rdiag/rperf with the rdma-core provider (needs libibverbs-dev, librdmacm-dev)
 
 GO            ?= go
 FUZZTIME      ?= 60s
@@ -50,16 +50,18 @@ test-race:
 	fi
 
 # The hardware provider's cgo build: compiled, vetted and unit-tested
-# (its device tests say when no RDMA device exists).
+# (its device tests say when no RDMA device exists), with the kernel CM
+# (verbsio/cm over librdmacm) tested against its fake.
 test-ibverbs:
-	@if [ -f /usr/include/infiniband/verbs.h ]; then \
-		echo "CGO_ENABLED=1 $(GO) vet -tags ibverbs ./verbsio/hw/... ./cmd/..."; \
-		CGO_ENABLED=1 $(GO) vet -tags ibverbs ./verbsio/hw/... ./cmd/... && \
+	@if [ -f /usr/include/infiniband/verbs.h ] && [ -f /usr/include/rdma/rdma_cma.h ]; then \
+		echo "CGO_ENABLED=1 $(GO) vet -tags ibverbs ./verbsio/hw/... ./verbsio/cm/... ./cmd/..."; \
+		CGO_ENABLED=1 $(GO) vet -tags ibverbs ./verbsio/hw/... ./verbsio/cm/... ./cmd/... && \
 		CGO_ENABLED=1 $(GO) build -tags ibverbs -o /dev/null ./cmd/rperf ./cmd/rdiag && \
-		CGO_ENABLED=1 $(GO) test -count=1 -tags ibverbs ./verbsio/hw/...; \
+		CGO_ENABLED=1 $(GO) test -count=1 -tags ibverbs ./verbsio/hw/... && \
+		CGO_ENABLED=1 $(GO) test -count=1 -tags ibverbs -run Kernel ./verbsio/cm/...; \
 	else \
-		echo "NOTE: libibverbs-dev is not installed, so the ibverbs (cgo) provider was not compiled."; \
-		echo "      apt-get install -y libibverbs-dev   (.ci/run installs it)"; \
+		echo "NOTE: libibverbs-dev or librdmacm-dev is not installed, so the ibverbs (cgo) provider was not compiled."; \
+		echo "      apt-get install -y libibverbs-dev librdmacm-dev   (.ci/run installs them)"; \
 	fi
 
 build-ibverbs:

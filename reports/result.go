@@ -84,6 +84,16 @@ type Result struct {
 	MeritMax    *float64  `json:"merit_max,omitempty"`
 	Verdict     string    `json:"verdict,omitempty"`
 
+	// Device is the device a record was measured on, in a document that
+	// holds records of several (rperf baseline); absent otherwise, where
+	// env.device says it.
+	Device string `json:"device,omitempty"`
+	// Baseline names, on an engine's record of rperf baseline, the
+	// machine's record (its test) for the same work, and RatioToBaseline
+	// is this record's figure of merit (Merit) divided by that record's.
+	Baseline        string   `json:"baseline,omitempty"`
+	RatioToBaseline *float64 `json:"ratio_to_baseline,omitempty"`
+
 	// Gap is a paced stream's inter-message gap distribution, and
 	// ExcludedMessages the messages before the measurement (the token
 	// bucket's initial burst).

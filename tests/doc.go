@@ -9,6 +9,9 @@
 //   - latency, bw: the test families (send_lat ... atomic_bw).
 //   - paths, dm: one test across send paths, device against host memory.
 //   - pacing: packet pacing's rate sweep.
+//   - baseline: this machine's own limits for the engine's work (bare
+//     UDP and shared-memory ping-pongs, a GSO+GRO stream, memmove, system
+//     call and clock costs).
 //   - sendpath: the catalogue of send paths.
 //   - oob: perftest's out-of-band TCP exchange (versions, keys, reports).
 //

@@ -437,6 +437,11 @@ func (r *runner) runOnce(ctx context.Context, size int, iters int64, measure boo
 	if err != nil {
 		return measured{}, err
 	}
+	// The acknowledgements this side owes for the peer's last messages
+	// leave now (see latency's Measure).
+	if err := s.Drive(); err != nil {
+		return measured{}, err
+	}
 	if err := r.barrier(ctx); err != nil {
 		return measured{}, err
 	}

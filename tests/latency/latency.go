@@ -189,6 +189,12 @@ func (r *runner) Measure(ctx context.Context, i, size int) (reports.Result, bool
 	if err != nil {
 		return reports.Result{}, false, err
 	}
+	// The acknowledgements this side owes for the peer's last messages
+	// leave now: a poll-driven engine sends them with the next post or
+	// the next poll that finds no completion, and the loop has ended.
+	if err := r.s.Drive(); err != nil {
+		return reports.Result{}, false, err
+	}
 	if !scripted {
 		if err := r.s.Barrier(ctx, 0); err != nil {
 			return reports.Result{}, false, err

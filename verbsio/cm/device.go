@@ -91,6 +91,9 @@ type Device struct {
 	// listens are the CM's listening IDs per service ID, shared by the
 	// rdma_cm listeners on it (ib_cm_insert_listen), with their count.
 	listens map[uint64]*ibcmListen
+	// k is the kernel's CM, for a device the kernel drives (kernel.go);
+	// then mp and cm are nil.
+	k *kernelDevice
 }
 
 type ibcmListen struct {
@@ -168,6 +171,25 @@ func Open(ctx *verbsio.Context, o Options) (*Device, error) {
 	d := &Device{ctx: ctx, opts: o, mp: o.MADPort, gids: gids, attr: attr, pattr: pattr,
 		wake: make(chan struct{}, 1), done: make(chan struct{}), exited: make(chan struct{}), ids: map[*ID]struct{}{},
 		listens: map[uint64]*ibcmListen{}}
+	if o.MADPort == nil && isKernel(ctx) {
+		// The kernel owns the device's QP1 and runs its CM: use it.
+		if err := d.openKernel(); err != nil {
+			return nil, fmt.Errorf("cm: open %s: the kernel's connection manager (librdmacm): %w", ctx.Device.Name, err)
+		}
+		mu.Lock()
+		devices = append(devices, d)
+		for _, tab := range ports {
+			for _, ids := range tab {
+				for _, id := range ids {
+					if id.state == stateListen && id.dev == nil && id.kh == nil {
+						_ = id.kernelListen(nil, 1)
+					}
+				}
+			}
+		}
+		mu.Unlock()
+		return d, nil
+	}
 	if d.mp == nil {
 		if d.mp, err = defaultMADPort(ctx, o.Port, gids); err != nil {
 			return nil, err
@@ -303,6 +325,9 @@ type Counters struct {
 func (d *Device) Counters() Counters {
 	mu.Lock()
 	defer mu.Unlock()
+	if d.k != nil {
+		return Counters{} // the kernel's counters are in sysfs (cm_rx_msgs and the like)
+	}
 	return Counters{Counters: d.cm.Counters(), TxErrors: d.txErrors, CommEst: d.commEst}
 }
 
@@ -315,6 +340,26 @@ func (d *Device) Close() error {
 		return nil
 	}
 	now := time.Now()
+	if d.k != nil {
+		var hs []kernelHandle
+		for id := range d.ids {
+			if h := id.kernelDrop(); h != nil {
+				hs = append(hs, h)
+			}
+			id.destroyLocked(now)
+		}
+		for h, id := range d.k.ids { // wildcard listeners on this channel
+			if id.kh == h {
+				id.kernelDrop()
+			}
+			hs = append(hs, h)
+		}
+		d.closed = true
+		devices = slices.DeleteFunc(devices, func(x *Device) bool { return x == d })
+		mu.Unlock()
+		d.closeKernel(hs)
+		return nil
+	}
 	for id := range d.ids {
 		id.destroyLocked(now)
 	}
@@ -397,6 +442,9 @@ func (d *Device) loop() {
 // acting on them as rdma_cm does; it returns the MADs to send. mu is held.
 func (d *Device) collect(now time.Time) []ibcm.Packet {
 	var out []ibcm.Packet
+	if d.cm == nil { // the kernel's CM
+		return nil
+	}
 	for {
 		pkts, evs := d.cm.Take()
 		out = append(out, pkts...)

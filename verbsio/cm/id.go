@@ -109,6 +109,10 @@ type ID struct {
 	ackTimeout uint8
 	ackSet     bool
 	destroyed  bool
+
+	// kh is the identifier's librdmacm identifier on a device the
+	// kernel's CM manages (kernel.go); nil on the built-in CM.
+	kh kernelHandle
 }
 
 // CreateID returns a new identifier on ch for port space ps and QP type
@@ -205,6 +209,9 @@ func (id *ID) SetOption(o Option, v int) error {
 	default:
 		return id.err("rdma_set_option", unix.ENOPROTOOPT, "option %d is not supported (TOS 0, REUSEADDR 1, ACK_TIMEOUT 3)", o)
 	}
+	if id.kh != nil {
+		return id.kh.setOption(o, v)
+	}
 	return nil
 }
 
@@ -274,6 +281,18 @@ func (id *ID) BindAddr(a netip.AddrPort) error {
 		if d == nil {
 			return id.err("rdma_bind_addr", unix.EADDRNOTAVAIL, "no open CM device has address %v (cm.Open the device first)", a.Addr())
 		}
+		if d.k != nil {
+			id.attach(d)
+			if err := id.kernelID(d); err != nil {
+				return err
+			}
+			if err := id.kh.bind(a); err != nil {
+				return err
+			}
+			id.src, id.state = a, stateAddrBound
+			id.kernelRefresh()
+			return nil
+		}
 		id.attach(d)
 	}
 	b, err := id.bindPort(a)
@@ -340,6 +359,22 @@ func (id *ID) ResolveAddr(src netip.Addr, dst netip.AddrPort, timeout time.Durat
 			src, d = s, deviceWith(s)
 		}
 	}
+	if d != nil && d.k != nil && src.Is4() == dst.Addr().Is4() {
+		// The kernel resolves; ADDR_RESOLVED comes from its channel.
+		defer mu.Unlock()
+		if id.dev != nil && id.dev != d {
+			delete(id.dev.ids, id)
+		}
+		id.attach(d)
+		if err := id.kernelID(d); err != nil {
+			return err
+		}
+		if err := id.kh.resolveAddr(src, dst, timeout); err != nil {
+			return err
+		}
+		id.dst, id.state = dst, stateAddrQuery
+		return nil
+	}
 	ev := &Event{ID: id, Type: EventAddrResolved}
 	if d == nil {
 		ev.Type, ev.Status = EventAddrError, -int(unix.EADDRNOTAVAIL)
@@ -376,6 +411,14 @@ func (id *ID) ResolveRoute(timeout time.Duration) error {
 	if id.state != stateAddrResolved {
 		defer mu.Unlock()
 		return id.wrongState("rdma_resolve_route")
+	}
+	if id.kh != nil {
+		defer mu.Unlock()
+		if err := id.kh.resolveRoute(timeout); err != nil {
+			return err
+		}
+		id.state = stateRouteQuery
+		return nil
 	}
 	d := id.dev
 	sgid, idx := d.sgid(id.src.Addr())
@@ -443,6 +486,10 @@ func (id *ID) Connect(p *ConnParam) error {
 		qpn = id.qp.QPN()
 	}
 	id.srq = p.SRQ
+	if id.kh != nil {
+		defer mu.Unlock()
+		return id.kernelConnect(p, qpn)
+	}
 	id.cmID = d.cm.CreateID(id)
 	var err error
 	if id.qpType == verbsio.QPTypeUD {
@@ -498,15 +545,32 @@ func (id *ID) Listen(backlog int) error {
 			return id.err("rdma_listen", unix.EADDRINUSE, "%s port %d already has a listener", id.ps, id.src.Port())
 		}
 	}
+	if id.dev != nil && id.dev.k != nil {
+		if err := id.kernelListen(id.dev, backlog); err != nil {
+			return err
+		}
+		id.state = stateListen
+		return nil
+	}
 	sid := mad.ServiceID(id.ps, id.src.Port())
-	devs := devices
-	if id.dev != nil {
-		devs = []*Device{id.dev}
+	var devs []*Device
+	for _, d := range devices {
+		if d.k == nil && (id.dev == nil || d == id.dev) {
+			devs = append(devs, d)
+		}
+	}
+	if id.dev == nil {
+		if err := id.kernelListen(nil, backlog); err != nil {
+			return err
+		}
 	}
 	for i, d := range devs {
 		if err := d.listenOn(sid); err != nil {
 			for _, u := range devs[:i] {
 				u.unlisten(sid)
+			}
+			if h := id.kernelDrop(); h != nil {
+				_ = h.destroy()
 			}
 			return err
 		}
@@ -610,12 +674,16 @@ func (d *Device) onSIDRREQ(now time.Time, e ibcm.Event) {
 // attached QP) and p.QKey.
 func (id *ID) Accept(p *ConnParam) error {
 	mu.Lock()
-	if id.state != stateConnect || id.listen == nil || id.cmID == nil {
+	if id.state != stateConnect || id.listen == nil || (id.cmID == nil && id.kh == nil) {
 		defer mu.Unlock()
 		return id.wrongState("rdma_accept")
 	}
 	if p == nil {
 		p = &ConnParam{}
+	}
+	if id.kh != nil {
+		defer mu.Unlock()
+		return id.kernelAccept(p)
 	}
 	d := id.dev
 	now := time.Now()
@@ -658,9 +726,13 @@ func (id *ID) Accept(p *ConnParam) error {
 // (consumer defined) with pd, or for UD a SIDR_REP "rejected".
 func (id *ID) Reject(pd []byte) error {
 	mu.Lock()
-	if id.state != stateConnect || id.listen == nil || id.cmID == nil {
+	if id.state != stateConnect || id.listen == nil || (id.cmID == nil && id.kh == nil) {
 		defer mu.Unlock()
 		return id.wrongState("rdma_reject")
+	}
+	if id.kh != nil {
+		defer mu.Unlock()
+		return id.kh.reject(pd)
 	}
 	d := id.dev
 	now := time.Now()
@@ -686,9 +758,13 @@ func (id *ID) Establish() error {
 		defer mu.Unlock()
 		return id.err("rdma_establish", unix.EINVAL, "the identifier has a QP attached; the CM completes its connections itself")
 	}
-	if id.state != stateConnect || id.cmID == nil || id.listen != nil {
+	if id.state != stateConnect || (id.cmID == nil && id.kh == nil) || id.listen != nil {
 		defer mu.Unlock()
 		return id.wrongState("rdma_establish")
+	}
+	if id.kh != nil {
+		defer mu.Unlock()
+		return id.kh.establish()
 	}
 	d := id.dev
 	now := time.Now()
@@ -704,6 +780,10 @@ func (id *ID) Establish() error {
 // IB_EVENT_COMM_EST): the connection is established, ESTABLISHED follows.
 func (id *ID) NotifyEstablished() error {
 	mu.Lock()
+	if id.kh != nil && id.state == stateConnect {
+		defer mu.Unlock()
+		return id.kh.notify()
+	}
 	if id.cmID == nil {
 		defer mu.Unlock()
 		return id.wrongState("rdma_notify")
@@ -736,6 +816,11 @@ func (id *ID) repRecv(now time.Time) error {
 // DISCONNECTED follows, then TIMEWAIT_EXIT.
 func (id *ID) Disconnect() error {
 	mu.Lock()
+	if id.kh != nil && id.qpType != verbsio.QPTypeUD && (id.state == stateConnect || id.state == stateDisconnect) {
+		defer mu.Unlock()
+		id.modifyQPErr()
+		return id.kh.disconnect()
+	}
 	if id.cmID == nil || id.qpType == verbsio.QPTypeUD {
 		defer mu.Unlock()
 		return id.wrongState("rdma_disconnect")
@@ -781,13 +866,18 @@ func (id *ID) destroyLocked(now time.Time) {
 		return
 	}
 	id.destroyed = true
+	if h := id.kernelDrop(); h != nil {
+		_ = h.destroy()
+	}
 	if id.state == stateListen {
 		sid := mad.ServiceID(id.ps, id.src.Port())
-		if id.dev != nil {
+		if id.dev != nil && id.dev.k == nil {
 			id.dev.unlisten(sid)
-		} else {
+		} else if id.dev == nil {
 			for _, d := range devices {
-				d.unlisten(sid)
+				if d.k == nil {
+					d.unlisten(sid)
+				}
 			}
 		}
 	}
@@ -896,6 +986,13 @@ func (id *ID) InitQPAttr(s verbsio.QPState) (verbsio.QPAttr, verbsio.QPAttrMask,
 func (id *ID) initQPAttr(s verbsio.QPState) (verbsio.QPAttr, verbsio.QPAttrMask, error) {
 	if id.dev == nil {
 		return verbsio.QPAttr{}, 0, id.err("rdma_init_qp_attr", unix.EINVAL, "the identifier has no device yet")
+	}
+	if id.kh != nil {
+		a, m, err := id.kernelQPAttr(s)
+		if err == nil && s == verbsio.QPStateRTS && m&verbsio.QPAttrTimeout != 0 && id.ackSet {
+			a.Timeout = id.ackTimeout
+		}
+		return a, m, err
 	}
 	if id.cmID == nil || id.qpType == verbsio.QPTypeUD {
 		// cma_ib_init_qp_attr

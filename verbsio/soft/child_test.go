@@ -154,15 +154,16 @@ func runChild(role string) int {
 	case "sendpong":
 		// perftest's send_lat responder over the engine, interleaved round
 		// by round with a raw UDP echo on a plain socket (the reference).
-		raw, err := udp.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+		raw, port, err := busySocket()
 		if err != nil {
 			return fail(err)
 		}
-		fmt.Printf("raw %d\n", raw.LocalAddr().Port())
+		defer unix.Close(raw)
+		fmt.Printf("raw %d\n", port)
 		var rounds, m, msg int
 		fmt.Sscanf(line(), "%d %d %d", &rounds, &m, &msg)
 		for r := 0; r < rounds; r++ {
-			if err := rawPong(raw, m); err != nil {
+			if err := busyPong(raw, m); err != nil {
 				return fail(err)
 			}
 			if err := sendPong(s, m, msg, r == 0); err != nil {
@@ -267,8 +268,10 @@ func writePong(s *childSide, remote verbsio.Endpoint, base, m, size int) error {
 
 // udpSink counts the bytes of datagrams it receives, with GRO (as the
 // engine receives) when gro is set. On "reset" it starts over (answering
-// "ok"); on "report" it prints the bytes, the datagrams and the time from
-// the first to the last; on "exit" it ends.
+// "ok") and busy polls, as rperf baseline's stream receiver does; on
+// "report" it prints the bytes, the datagrams and the time from the first
+// to the last, and sleeps between reads again (so that it takes no CPU
+// from the engine's runs); on "exit" it ends.
 func udpSink(line func() string, gro bool) int {
 	c, err := udp.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
 	if err == nil && gro {
@@ -287,6 +290,7 @@ func udpSink(line func() string, gro bool) int {
 	}()
 	var bytes, dgrams int64
 	var first, last time.Time
+	armed := false
 	for {
 		in, _ := c.Recv()
 		if len(in) == 0 {
@@ -295,15 +299,19 @@ func udpSink(line func() string, gro bool) int {
 				switch cmd {
 				case "reset":
 					bytes, dgrams, first, last = 0, 0, time.Time{}, time.Time{}
+					armed = true
 					fmt.Println("ok")
 				case "report":
+					armed = false
 					fmt.Printf("%d %d %d\n", bytes, dgrams, last.Sub(first).Nanoseconds())
 				default:
 					return 0
 				}
 			default:
 			}
-			c.Wait(time.Millisecond)
+			if !armed {
+				c.Wait(time.Millisecond)
+			}
 			continue
 		}
 		if first.IsZero() {
@@ -320,23 +328,50 @@ func udpSink(line func() string, gro bool) int {
 	}
 }
 
-// rawPong echoes m datagrams on a busy-polled nonblocking socket.
-func rawPong(c *udp.Conn, m int) error {
+// busySocket returns a non-blocking UDP socket on 127.0.0.1 and its port.
+func busySocket() (int, int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, 0, err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		unix.Close(fd)
+		return -1, 0, err
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		unix.Close(fd)
+		return -1, 0, err
+	}
+	return fd, sa.(*unix.SockaddrInet4).Port, nil
+}
+
+// busyPong echoes m datagrams the way rperf baseline's UDP ping-pong does
+// (tests/baseline): recvfrom with MSG_DONTWAIT in a loop, one sendto
+// back, both raw system calls (neither can block, so the Go scheduler's
+// hand-off is not needed).
+func busyPong(fd, m int) error {
+	var buf [1 << 16]byte
+	var from unix.RawSockaddrAny
 	deadline := time.Now().Add(time.Minute)
-	for got := 0; got < m; {
-		in, err := c.Recv()
-		if err != nil {
-			return err
+	for got, spins := 0, 0; got < m; {
+		fromLen := uint32(unix.SizeofSockaddrAny)
+		n, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
+			unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&from)), uintptr(unsafe.Pointer(&fromLen)))
+		if e == unix.EAGAIN {
+			if spins++; spins&4095 == 0 && time.Now().After(deadline) {
+				return fmt.Errorf("raw ping-pong stalled")
+			}
+			continue
 		}
-		for _, d := range in {
-			o := c.Queue()
-			o.Buf, o.To = d.Buf[:d.N], d.From
-			got++
+		if e != 0 {
+			return e
 		}
-		c.Flush()
-		if len(in) == 0 && time.Now().After(deadline) {
-			return fmt.Errorf("raw ping-pong stalled")
+		if _, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), n,
+			0, uintptr(unsafe.Pointer(&from)), uintptr(fromLen)); e != 0 {
+			return e
 		}
+		got++
 	}
 	return nil
 }

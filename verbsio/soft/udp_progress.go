@@ -16,11 +16,12 @@ import (
 // previous call left queued, reads what has arrived, acts on it, queues the
 // acknowledgements and responses it owes and retransmits what timed out.
 //
-// What it queues goes out with the next doorbell (a PostSend flushes it in
+// What it owes goes out with the next doorbell (a PostSend flushes it in
 // the same sendmmsg as its own packets) or at the next progress call;
-// callers that are about to sleep call flush first. A busy-polling
+// callers that are about to sleep or return from a blocking wait call
+// flush first, and so does receive itself while background progress runs. A busy-polling
 // ping-pong thus sends its acknowledgement and its next SEND in one system
-// call.
+// call, and in one datagram (see flush).
 func (f *udpFabric) receive() { f.receiveOn(f.inUse.Load()) }
 
 // receiveOn is receive reading the sockets of the GIDs whose bits are in
@@ -46,7 +47,6 @@ func (f *udpFabric) receiveOn(used uint64) {
 					f.input(conn, d.Buf[off:min(off+d.Seg, d.N)], d.From)
 				}
 			}
-			f.sendAcks()
 			if len(in) < udp.Batch {
 				break // the socket was drained: another read would find nothing
 			}
@@ -58,6 +58,13 @@ func (f *udpFabric) receiveOn(used uint64) {
 			f.active[i].tick(t)
 		}
 		f.prune()
+	}
+	// While background progress runs, a foreground poll that took the
+	// input sends what it owes at once: the background round sleeps until
+	// input or its timer, and would hold the peer's acknowledgement that
+	// long (up to 20 ms: past a short QP timeout).
+	if f.c.bg.on {
+		f.flush()
 	}
 }
 
@@ -189,7 +196,7 @@ func (f *udpFabric) pollFDsOn(fds []unix.PollFd, used uint64) int {
 	return n
 }
 
-// sendAcks sends the coalesced acknowledgements owed after a batch.
+// sendAcks queues the coalesced acknowledgements owed (flush calls it).
 func (f *udpFabric) sendAcks() {
 	for _, u := range f.ackQ {
 		if u.ackDue {
@@ -209,7 +216,13 @@ func (f *udpFabric) wait(q *cq, deadline int64) error {
 		c.lock()
 		defer c.unlock()
 		f.receive()
-		return q.ready(), f.nextDeadline()
+		if q.ready() {
+			// A blocking waiter may go on to anything but a post: what
+			// it owes the peer leaves now.
+			f.flush()
+			return true, 0
+		}
+		return false, f.nextDeadline()
 	}
 	for i := 0; i < 200; i++ {
 		if ok, _ := step(); ok {

@@ -44,7 +44,7 @@ func (f *udpFabric) begin(path *udpPath, size, pieces, arena int, gso bool) int 
 		f.closeGroup()
 	}
 	if f.off+pktOverhead+arena > len(f.arena) || len(f.iovs)+pieces > cap(f.iovs) {
-		f.flush()
+		f.send()
 	}
 	if g.n == 0 {
 		g.path, g.iov0, g.seg, g.gso = path, len(f.iovs), size, gso
@@ -93,9 +93,22 @@ func (f *udpFabric) closeGroup() {
 	*g = txGroup{}
 }
 
-// flush sends every queued datagram (one sendmmsg per socket) and frees
-// the arena.
+// flush queues the acknowledgements owed, then sends every queued
+// datagram (one sendmmsg per socket) and frees the arena.
+//
+// The acknowledgements go last: a QP's requests and responses of this
+// doorbell leave first, and its acknowledgement, shorter than they are,
+// closes their GSO group, so one datagram carries both as far as the
+// kernel's segmentation (on loopback, to the peer's GRO socket whole): the
+// ACK costs the kernel no datagram of its own and is never ahead of a
+// request on the peer's critical path.
 func (f *udpFabric) flush() {
+	f.sendAcks()
+	f.send()
+}
+
+// send sends every queued datagram and frees the arena.
+func (f *udpFabric) send() {
 	f.closeGroup()
 	for _, c := range f.conns {
 		if c != nil && c.Pending() > 0 {

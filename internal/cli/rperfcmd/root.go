@@ -2,7 +2,8 @@
 // commands (send-lat, write-lat, read-lat, atomic-lat, send-bw, write-bw,
 // read-bw, atomic-bw) with perftest's flags, rperf's own reporting flags
 // and --loopback; paths and dm-lat, which compare send paths; pacing; and
-// compare, plot and suite (packages comparecmd, plotcmd, suitecmd).
+// baseline; compare, plot and suite (packages comparecmd, plotcmd,
+// suitecmd).
 //
 // The commands are thin: they check their flags, build the test's
 // configuration and let its Check judge the values, open the device, set
@@ -17,7 +18,7 @@
 // device.go (the device and the sizes it takes), connect.go (the
 // out-of-band connection), output.go (every header, table and document),
 // progress.go, loopback.go, udp.go (the udp fabric's flags), path.go
-// (--path), pathscmd.go (paths, dm-lat), pacingcmd.go.
+// (--path), pathscmd.go (paths, dm-lat), pacingcmd.go, baselinecmd.go.
 package rperfcmd
 
 import (
@@ -51,7 +52,8 @@ Without -d, the built-in shared-memory device shm0 is used, so rperf runs on
 any Linux machine. rperf compare checks a run against a baseline (for CI),
 and rperf plot draws results as SVG. rperf paths, dm-lat and pacing compare
 the send paths (--path on every test): burst, inline, device memory, TSO
-and direct verbs against generic, and packet pacing's accuracy.
+and direct verbs against generic, and packet pacing's accuracy. rperf
+baseline measures this machine's own limits beside the engine's figures.
 
 Exit codes: 0 success, 1 the run failed, 2 wrong or conflicting flags (or
 peers started with different ones), 3 rperf compare found a regression,
@@ -72,7 +74,7 @@ peers started with different ones), 3 rperf compare found a regression,
 		}
 		root.AddCommand(newRawCommand(t))
 	}
-	root.AddCommand(newPathsCommand(), newDMLatCommand(), newPacingCommand(), newRpingCommand())
+	root.AddCommand(newPathsCommand(), newDMLatCommand(), newPacingCommand(), newRpingCommand(), newBaselineCommand())
 	root.AddCommand(comparecmd.New(nil), plotcmd.New(nil))
 	root.AddCommand(suitecmd.New(nil))
 	return root

@@ -71,6 +71,7 @@ type Conn struct {
 	rcmsg [Batch][cmsgSpace]byte
 	rbuf  []byte
 	gro   bool
+	nin   int // slots the last Recv filled
 
 	// Counters.
 	Sent, Received, SendErrors, Dropped atomic.Uint64
@@ -244,7 +245,11 @@ func (c *Conn) setSlots(size int) {
 		c.rhdr[i].Hdr.Iov = &c.riov[i]
 		c.rhdr[i].Hdr.SetIovlen(1)
 		c.rhdr[i].Hdr.Name = (*byte)(unsafe.Pointer(&c.rname[i]))
+		c.rhdr[i].Hdr.Namelen = unix.SizeofSockaddrInet6
 		c.rhdr[i].Hdr.Control = &c.rcmsg[i][0]
+		if c.gro {
+			c.rhdr[i].Hdr.SetControllen(cmsgSpace)
+		}
 	}
 }
 
@@ -281,9 +286,9 @@ func (c *Conn) EnableGRO() error {
 	if err := unix.SetsockoptInt(c.fd, unix.IPPROTO_UDP, udpGRO, 1); err != nil {
 		return fmt.Errorf("UDP_GRO: %w", err)
 	}
+	c.gro = true
 	c.rbuf = make([]byte, Batch*MaxGRO)
 	c.setSlots(MaxGRO)
-	c.gro = true
 	return nil
 }
 
@@ -387,6 +392,11 @@ func (c *Conn) Flush() error {
 	done := 0
 	var err error
 	for done < n {
+		// An ordinary system call, though the socket never blocks: a raw
+		// one keeps its P from the scheduler for the call, and the engine
+		// shares its process with the application's goroutines and its own
+		// background progress (with RawSyscall, TestUDPFastPathAllocs,
+		// both sides in one process, took a QP timeout per operation).
 		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&c.shdr[done])), uintptr(n-done), 0, 0, 0)
 		if e != 0 {
 			switch e {
@@ -481,14 +491,17 @@ func (c *Conn) Recv() ([]In, error) {
 	if c.rbuf == nil {
 		return nil, errSendOnly
 	}
-	for i := range c.rhdr {
+	// The kernel wrote the name and control lengths of the slots the last
+	// call filled; the others still hold their initial values.
+	for i := range c.rhdr[:c.nin] {
 		c.rhdr[i].Hdr.Namelen = unix.SizeofSockaddrInet6
-		c.rhdr[i].Len = 0
 		if c.gro {
 			c.rhdr[i].Hdr.SetControllen(cmsgSpace)
 		}
 	}
+	c.nin = 0
 	for {
+		// An ordinary system call (see Flush).
 		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&c.rhdr[0])), Batch, unix.MSG_DONTWAIT, 0, 0)
 		if e != 0 {
 			if e == unix.EINTR {
@@ -500,6 +513,7 @@ func (c *Conn) Recv() ([]In, error) {
 			return nil, e
 		}
 		n := int(r)
+		c.nin = n
 		for i := 0; i < n; i++ {
 			c.in[i].N = int(c.rhdr[i].Len)
 			c.in[i].From = getSockaddr(&c.rname[i])
