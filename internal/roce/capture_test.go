@@ -240,3 +240,52 @@ func TestCapturePSN(t *testing.T) {
 		prev = f.Packet.BTH.PSN
 	}
 }
+
+// rxeIPv6Capture is the start of a write-lat over an IPv6 GID (perftest
+// 4.5's ib_write_lat -x 2 on Linux 6.1's rxe0 at fd00:77::1 against
+// rperf's udp fabric at fd00:77::9, from the interop suite's -pcap): rperf's
+// three RDMA WRITEs and rxe's nine packets, ACKs and WRITEs.
+const rxeIPv6Capture = "../pcap/testdata/rxe-rc-ipv6.pcap"
+
+// TestCaptureIPv6 checks the IPv6 ICRC against Linux rxe's packets, both
+// from the raw headers and from what a UDP socket sees of them (IPv6Path:
+// addresses, ports, the packet), and records what rxe puts in the headers:
+// UDP checksum 0 over IPv6 too (RFC 6936; a receiving socket must allow it
+// with UDP_NO_CHECK6_RX), traffic class 0, flow label 0, hop limit 64.
+func TestCaptureIPv6(t *testing.T) {
+	frames := readFrames(t, rxeIPv6Capture)
+	if len(frames) != 12 {
+		t.Fatalf("got %d frames, want 12", len(frames))
+	}
+	rxe := [16]byte{0xfd, 0x00, 0x00, 0x77, 15: 0x01}
+	fromRxe := 0
+	for i, b := range frames {
+		var f Frame
+		if err := f.DecodeEthernet(b); err != nil {
+			t.Fatalf("frame %d: %v", i+1, err)
+		}
+		if f.IPVersion != 6 || f.UDP.DstPort != UDPPort {
+			t.Fatalf("frame %d: IPv%d to UDP port %d, want IPv6 to %d", i+1, f.IPVersion, f.UDP.DstPort, UDPPort)
+		}
+		stored := f.Packet.ICRC
+		raw, err := ICRCRaw(f.IPHeader, f.UDPHeader, f.Transport)
+		if err != nil || raw != stored {
+			t.Errorf("frame %d: ICRC %#08x stored, %#08x from the raw headers (%v)", i+1, stored, raw, err)
+		}
+		path := IPv6Path{Src: f.IPv6.Src, Dst: f.IPv6.Dst, SrcPort: f.UDP.SrcPort, DstPort: f.UDP.DstPort}
+		if got, err := path.ICRC(f.Transport); err != nil || got != stored {
+			t.Errorf("frame %d: ICRC %#08x stored, %#08x from the path (%v)", i+1, stored, got, err)
+		}
+		if f.IPv6.Src != rxe {
+			continue
+		}
+		fromRxe++
+		if h := f.IPv6; f.UDP.Checksum != 0 || h.TrafficClass != 0 || h.FlowLabel != 0 || h.HopLimit != 64 {
+			t.Errorf("frame %d from rxe: UDP checksum %#04x, traffic class %d, flow label %#x, hop limit %d; want 0, 0, 0, 64",
+				i+1, f.UDP.Checksum, h.TrafficClass, h.FlowLabel, h.HopLimit)
+		}
+	}
+	if fromRxe != 9 {
+		t.Errorf("%d frames from rxe, want 9", fromRxe)
+	}
+}

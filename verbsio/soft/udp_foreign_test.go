@@ -12,6 +12,7 @@ import (
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/soft"
 	"github.com/rperf/rperf/verbsio/verbstest"
+	"golang.org/x/sys/unix"
 )
 
 // foreign sends hand-built RoCEv2 packets to one side of a udp_lo pair
@@ -25,17 +26,43 @@ type foreign struct {
 
 func newForeign(t *testing.T, src string, side *verbstest.Side) *foreign {
 	t.Helper()
-	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(src)})
+	ip := net.ParseIP(src)
+	network, to := "udp4", net.IPv4(127, 0, 0, 1)
+	if ip.To4() == nil {
+		network, to = "udp6", net.IPv6loopback
+	}
+	conn, err := net.ListenUDP(network, &net.UDPAddr{IP: ip})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
+	if network == "udp6" {
+		// As Linux rxe: UDP checksum 0 over IPv6 too (RFC 6936).
+		setZeroChecksum6(t, conn)
+	}
 	port := int(side.LID)
 	if port == 0 {
 		port = soft.RoCEPort
 	}
-	return &foreign{t: t, conn: conn, to: &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port},
-		from: conn.LocalAddr().(*net.UDPAddr).AddrPort()}
+	from := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	return &foreign{t: t, conn: conn, to: &net.UDPAddr{IP: to, Port: port},
+		from: netip.AddrPortFrom(from.Addr().Unmap(), from.Port())}
+}
+
+// setZeroChecksum6 makes an IPv6 UDP socket send with UDP checksum 0
+// (UDP_NO_CHECK6_TX).
+func setZeroChecksum6(t *testing.T, conn *net.UDPConn) {
+	t.Helper()
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_NO_CHECK6_TX, 1)
+	}); err != nil || serr != nil {
+		t.Fatalf("UDP_NO_CHECK6_TX: %v %v", err, serr)
+	}
 }
 
 // send encodes p, seals its ICRC for this socket's path (unless bad) and
@@ -46,9 +73,16 @@ func (f *foreign) send(p roce.Packet, badICRC bool) {
 	if _, err := p.Encode(pkt); err != nil {
 		f.t.Fatal(err)
 	}
-	path := roce.IPv4Path{Src: f.from.Addr().Unmap().As4(), Dst: [4]byte{127, 0, 0, 1}, SrcPort: f.from.Port(),
-		DstPort: uint16(f.to.Port), DontFragment: true}
-	if err := path.Seal(0, pkt); err != nil {
+	var err error
+	if dst := f.to.AddrPort(); f.from.Addr().Is4() {
+		path := roce.IPv4Path{Src: f.from.Addr().As4(), Dst: dst.Addr().Unmap().As4(), SrcPort: f.from.Port(),
+			DstPort: dst.Port(), DontFragment: true}
+		err = path.Seal(0, pkt)
+	} else {
+		path := roce.IPv6Path{Src: f.from.Addr().As16(), Dst: dst.Addr().As16(), SrcPort: f.from.Port(), DstPort: dst.Port()}
+		err = path.Seal(pkt)
+	}
+	if err != nil {
 		f.t.Fatal(err)
 	}
 	if badICRC {
@@ -132,29 +166,76 @@ func TestForeignPackets(t *testing.T) {
 		t.Fatal("the test socket got the peer's own port")
 	}
 	rx.send(send(ePSN, "hello from rxe"), false)
+	waitRecv(t, b, rx, "hello from rxe")
+	if a, err := b.QP.Query(); err != nil || a.State != verbsio.QPStateRTS {
+		t.Fatalf("the QP is in %v (%v), want RTS", a.State, err)
+	}
+}
+
+// waitRecv waits up to two seconds for side's receive completion of the
+// SEND of want from f.
+func waitRecv(t *testing.T, side *verbstest.Side, f *foreign, want string) {
+	t.Helper()
 	wcs := make([]verbsio.WC, 4)
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		n, err := b.CQ.Poll(wcs)
+		n, err := side.CQ.Poll(wcs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n > 0 {
 			wc := wcs[0]
-			if wc.Status != verbsio.StatusSuccess || !wc.Opcode.IsRecv() || wc.ByteLen != 14 {
-				t.Fatalf("completion %+v, want a 14-byte receive", wc)
+			if wc.Status != verbsio.StatusSuccess || !wc.Opcode.IsRecv() || int(wc.ByteLen) != len(want) {
+				t.Fatalf("completion %+v, want a %d-byte receive", wc, len(want))
 			}
-			if got := string(b.Buf[:14]); got != "hello from rxe" {
-				t.Fatalf("received %q", got)
+			if got := string(side.Buf[:len(want)]); got != want {
+				t.Fatalf("received %q, want %q", got, want)
 			}
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no receive completion for a SEND from 127.0.0.1:%d; counters %v", rx.from.Port(), b.Ctx.Impl().(*soft.Context).Counters())
+			t.Fatalf("no receive completion for a SEND from %v; counters %v", f.from, side.Ctx.Impl().(*soft.Context).Counters())
 		}
 	}
-	if a, err := b.QP.Query(); err != nil || a.State != verbsio.QPStateRTS {
-		t.Fatalf("the QP is in %v (%v), want RTS", a.State, err)
+}
+
+// TestForeignPacketsIPv6 connects a udp_lo pair over its ::1 GID and
+// feeds one side a SEND from another socket on ::1 that, like Linux rxe,
+// leaves the UDP checksum 0: it must land. Before the engine's IPv6
+// sockets set UDP_NO_CHECK6_RX, the kernel dropped every such datagram
+// and rperf received nothing from rxe over an IPv6 GID.
+func TestForeignPacketsIPv6(t *testing.T) {
+	dev, err := verbsio.OpenWith("udp_lo", verbsio.OpenOptions{QueryOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := dev.QueryGIDTable(1)
+	dev.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sgid := -1
+	for _, g := range tbl {
+		if g.GID.Addr() == netip.IPv6Loopback() {
+			sgid = g.Index
+		}
+	}
+	if sgid < 0 {
+		t.Fatalf("udp_lo has no ::1 GID: %v", tbl)
+	}
+	p := verbstest.NewPair(t, verbstest.PairConfig{Device: "udp_lo", Open: verbsio.OpenOptions{UDPPort: -1}, NoProgress: true,
+		Connect: verbsio.ConnectOptions{SGIDIndex: uint8(sgid)}})
+	b := p.B
+	if _, err := b.QP.PostRecv([]verbsio.RecvWR{{ID: 1, SGL: []verbsio.SGE{b.MR.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	rx := newForeign(t, "::1", b)
+	msg := "hello from rxe over IPv6"
+	rx.send(roce.Packet{BTH: roce.BTH{Opcode: roce.RCSendOnly, PKey: roce.DefaultPKey, DestQP: b.QP.QPN(), AckReq: true,
+		PSN: psn.PSN(b.Endpoint().PSN)}, Payload: []byte(msg)}, false)
+	waitRecv(t, b, rx, msg)
+	if c := b.Ctx.Impl().(*soft.Context).Counters(); c["icrc_errors"] != 0 {
+		t.Errorf("icrc_errors %d for a packet sealed for its IPv6 path", c["icrc_errors"])
 	}
 }
 

@@ -95,6 +95,8 @@ func init() {
 // Listen binds a UDP socket to addr (port 0 picks a free port). IPv4
 // sockets set IP_MTU_DISCOVER to IP_PMTUDISC_DO: datagrams carry DF and,
 // on an unconnected socket, IP identification 0, which the ICRC covers.
+// IPv6 sockets set UDP_NO_CHECK6_RX: they accept datagrams with UDP
+// checksum 0, which RoCEv2 devices send (Linux rxe does).
 func Listen(addr netip.AddrPort) (*Conn, error) { return listen(addr, false) }
 
 // ListenSender binds a socket that only sends, from addr, created in
@@ -188,6 +190,17 @@ func listen(addr netip.AddrPort, sendOnly bool) (*Conn, error) {
 	if c.v6 {
 		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
 		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO)
+		// RoCEv2 senders leave the UDP checksum 0 over IPv6 as over IPv4
+		// (Linux rxe does; the ICRC protects the packet), which RFC 6936
+		// allows only for sockets that opt in: without UDP_NO_CHECK6_RX
+		// the kernel drops every such datagram (counted as Udp6
+		// InCsumErrors) and the engine never sees the peer's packets.
+		if !sendOnly {
+			if err := unix.SetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_NO_CHECK6_RX, 1); err != nil {
+				unix.Close(fd)
+				return nil, fmt.Errorf("UDP_NO_CHECK6_RX on %s (needed to receive RoCEv2 over IPv6 from senders with UDP checksum 0, as Linux rxe): %w", addr.Addr(), err)
+			}
+		}
 	} else {
 		unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO)
 	}

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func recvAll(t *testing.T, c *Conn, want int) [][]byte {
@@ -220,5 +222,65 @@ func TestGRO(t *testing.T) {
 				t.Errorf("last datagram %q, want \"single\"", got[6])
 			}
 		})
+	}
+}
+
+// zeroChecksumSender returns an IPv6 UDP socket on ::1 that sends with UDP
+// checksum 0 (UDP_NO_CHECK6_TX), as Linux rxe sends RoCEv2 over IPv6.
+func zeroChecksumSender(t *testing.T) int {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_NO_CHECK6_TX, 1); err != nil {
+		t.Fatalf("UDP_NO_CHECK6_TX: %v", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet6{Addr: netip.IPv6Loopback().As16()}); err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// TestZeroChecksumIPv6 sends datagrams with UDP checksum 0 over IPv6, as
+// Linux rxe does, to a socket of this package (which must receive them)
+// and to an ordinary UDP socket (which the kernel does not give them to:
+// the proof that the sender really left the checksum 0). Without
+// UDP_NO_CHECK6_RX the engine received nothing from rxe over an IPv6 GID.
+func TestZeroChecksumIPv6(t *testing.T) {
+	tx := zeroChecksumSender(t)
+	plain, err := unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(plain)
+	if err := unix.Bind(plain, &unix.SockaddrInet6{Addr: netip.IPv6Loopback().As16()}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Listen(netip.MustParseAddrPort("[::1]:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	msg := []byte("RoCEv2 from rxe, UDP checksum 0")
+	for _, to := range []unix.Sockaddr{sa, sockaddr(c.LocalAddr())} {
+		if err := unix.Sendto(tx, msg, 0, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := recvAll(t, c, 1)
+	if len(got) != 1 || !bytes.Equal(got[0], msg) {
+		t.Fatalf("received %q, want the one zero-checksum datagram", got)
+	}
+	// The datagram to the ordinary socket was sent first: had the kernel
+	// kept it, it would be queued by now.
+	buf := make([]byte, 64)
+	if n, _, err := unix.Recvfrom(plain, buf, unix.MSG_DONTWAIT); err == nil {
+		t.Fatalf("an ordinary IPv6 UDP socket received %q: the sender did not leave the checksum 0, the test proves nothing", buf[:n])
 	}
 }
