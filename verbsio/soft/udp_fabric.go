@@ -176,7 +176,7 @@ func openUDP(name string, o verbsio.OpenOptions) (*Context, error) {
 		c.fab = f
 		return c, nil
 	}
-	conn, err := listenFree(netip.AddrPortFrom(f.bindAddr(f.def), uint16(port)))
+	conn, err := listenFree(netip.AddrPortFrom(f.bindAddr(f.def), uint16(port)), dev.Index)
 	if err != nil {
 		c.Close()
 		return nil, verbsio.Errorf("open_device", unix.EADDRINUSE, "%s: %v", name, err)
@@ -192,7 +192,7 @@ func openUDP(name string, o verbsio.OpenOptions) (*Context, error) {
 	f.connErr = make([]error, len(f.gids))
 	for i := range f.gids {
 		if f.conns[i] == nil {
-			f.conns[i], f.connErr[i] = listenUDP(netip.AddrPortFrom(f.bindAddr(i), f.port))
+			f.conns[i], f.connErr[i] = listenUDP(netip.AddrPortFrom(f.bindAddr(i), f.port), dev.Index)
 		}
 	}
 	f.setGSO(conn.GSO())
@@ -203,11 +203,13 @@ func openUDP(name string, o verbsio.OpenOptions) (*Context, error) {
 
 // listenUDP binds one of the device's sockets, with GRO where the kernel
 // has it: a peer's GSO sends then arrive as one receive, cut into packets
-// here (udpFabric.receive), not by the kernel.
-func listenUDP(a netip.AddrPort) (*udp.Conn, error) {
+// here (udpFabric.receive), not by the kernel. A peer's link-local GIDs
+// are reached through the device, interface ifindex.
+func listenUDP(a netip.AddrPort, ifindex int) (*udp.Conn, error) {
 	conn, err := udp.Listen(a)
 	if err == nil {
 		conn.EnableGRO() // without it, one receive per packet
+		conn.SetLinkScope(ifindex)
 	}
 	return conn, err
 }
@@ -216,12 +218,12 @@ func listenUDP(a netip.AddrPort) (*udp.Conn, error) {
 // port is the context's LID (unicast LIDs end at 0xbfff), and RoCE
 // devices send from ports of 0xc000 and up, so a MAD from a port below is
 // known to come from an rperf engine listening on it (see qp1Port).
-func listenFree(a netip.AddrPort) (*udp.Conn, error) {
+func listenFree(a netip.AddrPort, ifindex int) (*udp.Conn, error) {
 	if a.Port() != 0 {
-		return listenUDP(a)
+		return listenUDP(a, ifindex)
 	}
 	for range 64 {
-		conn, err := listenUDP(a)
+		conn, err := listenUDP(a, ifindex)
 		if err != nil || conn.LocalAddr().Port() < 0xc000 {
 			return conn, err
 		}
@@ -280,10 +282,16 @@ func (f *udpFabric) sender(local netip.AddrPort) (*udp.Conn, error) {
 	if len(f.senderBy) >= maxSenders {
 		return nil, fmt.Errorf("%d source ports bound already", maxSenders)
 	}
-	c, err := udp.ListenSender(local, f.netns)
+	bind := local
+	if a := local.Addr(); a.Is6() && a.IsLinkLocalUnicast() {
+		// A link-local address binds with its device as zone.
+		bind = netip.AddrPortFrom(a.WithZone(f.dev.Name), local.Port())
+	}
+	c, err := udp.ListenSender(bind, f.netns)
 	if err != nil {
 		return nil, err
 	}
+	c.SetLinkScope(f.dev.Index)
 	if f.senderBy == nil {
 		f.senderBy = map[netip.AddrPort]*udp.Conn{}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -53,6 +54,48 @@ func gidIndex(t *testing.T, s *verbstest.Side, want func(verbsio.GID) bool) int 
 
 func isV4(g verbsio.GID) bool  { return g.IsIPv4Mapped() }
 func isULA(g verbsio.GID) bool { return !g.IsIPv4Mapped() && g[0] == 0xfd }
+func isLinkLocal(g verbsio.GID) bool {
+	return !g.IsIPv4Mapped() && g.Addr().IsLinkLocalUnicast()
+}
+
+// decoyLinkLocalRoute gives h's namespace a second device whose
+// fe80::/64 route is preferred (lower metric) to the link's, as a host
+// with a bridge, a tap and other devices has several: a link-local
+// destination sent without its device as scope leaves by the decoy.
+func decoyLinkLocalRoute(t *testing.T, h netns.Host) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"link", "add", "decoy0", "type", "veth", "peer", "name", "decoy1"},
+		{"link", "set", "dev", "decoy0", "up"},
+		{"link", "set", "dev", "decoy1", "up"},
+		{"-6", "route", "add", "fe80::/64", "dev", "decoy0", "metric", "1"},
+	} {
+		if out, err := exec.Command("ip", append([]string{"-n", h.NS}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+}
+
+// waitLinkLocal waits (up to 10 s) until h's link has a link-local IPv6
+// address past duplicate address detection: a socket cannot bind a
+// tentative one.
+func waitLinkLocal(t *testing.T, h netns.Host) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := exec.Command("ip", "-n", h.NS, "-6", "addr", "show", "dev", h.Link, "scope", "link").CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip addr show: %v: %s", err, out)
+		}
+		if bytes.Contains(out, []byte("fe80:")) && !bytes.Contains(out, []byte("tentative")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s in %s has no usable link-local address after 10 s:\n%s", h.Link, h.NS, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
 
 // connectSides connects a and b over the GIDs at their sgid indexes.
 func connectSides(t *testing.T, a, b *verbstest.Side, sa, sb int, o verbsio.ConnectOptions) {
@@ -230,13 +273,25 @@ func (c *linkCapture) stop() string {
 func TestUDPAcrossNamespaces(t *testing.T) {
 	pair := netns.Setup(t, netns.Options{})
 	for _, fam := range []struct {
-		name string
-		pick func(verbsio.GID) bool
-	}{{"ipv4", isV4}, {"ipv6", isULA}} {
+		name         string
+		pickA, pickB func(verbsio.GID) bool
+	}{
+		{"ipv4", isV4, isV4},
+		{"ipv6", isULA, isULA},
+		// A global source GID towards a link-local destination GID, as
+		// rperf --ipv6 (global) against perftest 4.5 --ipv6 (link-local):
+		// A's socket, bound to its global address, must send through the
+		// device (the destination's scope).
+		{"ipv6 global to link-local", isULA, isLinkLocal},
+	} {
 		t.Run(fam.name, func(t *testing.T) {
+			if fam.name == "ipv6 global to link-local" {
+				waitLinkLocal(t, pair.B)
+				decoyLinkLocalRoute(t, pair.A)
+			}
 			cap := captureLink(t, pair.B)
 			a, b := sideIn(t, pair.A, 0), sideIn(t, pair.B, 0)
-			sa, sb := gidIndex(t, a, fam.pick), gidIndex(t, b, fam.pick)
+			sa, sb := gidIndex(t, a, fam.pickA), gidIndex(t, b, fam.pickB)
 			// Timeout 20 (4.3 s): a side kept off the CPUs by other load
 			// for longer than the default timeout's 67 ms made its peer
 			// resend on this clean wire (512 packets, 1 run in 4 under

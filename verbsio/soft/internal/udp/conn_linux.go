@@ -52,7 +52,7 @@ const MaxGRO = 65535
 type Conn struct {
 	fd     int
 	v6     bool
-	zone   uint32 // IPv6 scope of a link-local socket: also the scope of its destinations
+	zone   uint32 // interface link-local destinations are sent through (see SetLinkScope)
 	local  netip.AddrPort
 	gso    bool
 	gsoErr error
@@ -328,6 +328,18 @@ func fromSockaddr(sa unix.Sockaddr) netip.AddrPort {
 	return netip.AddrPort{}
 }
 
+// SetLinkScope sets the interface (index) through which an IPv6 socket
+// sends to link-local destinations. A socket bound to a link-local
+// address has its own; one bound to a global address needs it to reach a
+// peer's link-local GID (perftest 4.5's --ipv6 picks the link-local GID,
+// rperf the global one): without a scope the kernel has no interface for
+// the destination. It does nothing on an IPv4 socket.
+func (c *Conn) SetLinkScope(ifindex int) {
+	if c.v6 && ifindex > 0 {
+		c.zone = uint32(ifindex)
+	}
+}
+
 // LocalAddr is the bound address and port.
 func (c *Conn) LocalAddr() netip.AddrPort { return c.local }
 
@@ -462,7 +474,9 @@ func (c *Conn) splitGSO(i int) {
 			buf = append(buf, b...)
 		}
 	}
-	sa := sockaddr(o.To)
+	var raw unix.RawSockaddrInet6
+	putSockaddr(&raw, o.To, c.v6, c.zone)
+	sa := sockaddrOfRaw(&raw)
 	for off := 0; off < len(buf); off += int(o.GSO) {
 		end := min(off+int(o.GSO), len(buf))
 		if err := unix.Sendto(c.fd, buf[off:end], 0, sa); err == nil {
@@ -488,6 +502,15 @@ func putSockaddr(sa *unix.RawSockaddrInet6, a netip.AddrPort, v6 bool, zone uint
 	s4.Family = unix.AF_INET
 	s4.Port = port<<8 | port>>8
 	s4.Addr = a.Addr().Unmap().As4()
+}
+
+// sockaddrOfRaw converts what putSockaddr wrote for unix.Sendto.
+func sockaddrOfRaw(sa *unix.RawSockaddrInet6) unix.Sockaddr {
+	a := getSockaddr(sa)
+	if sa.Family == unix.AF_INET {
+		return &unix.SockaddrInet4{Port: int(a.Port()), Addr: a.Addr().As4()}
+	}
+	return &unix.SockaddrInet6{Port: int(a.Port()), Addr: a.Addr().As16(), ZoneId: sa.Scope_id}
 }
 
 func getSockaddr(sa *unix.RawSockaddrInet6) netip.AddrPort {
