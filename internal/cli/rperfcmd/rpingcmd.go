@@ -107,7 +107,12 @@ func (o *rpingOptions) run(cmd *cobra.Command) error {
 		if !addr.IsValid() {
 			addr = netip.IPv4Unspecified()
 		}
-		_, err := rping.Server(dev, netip.AddrPortFrom(addr, uint16(o.port)), opts, nil)
+		// rping says nothing when it listens; this line, on stderr, lets
+		// a script (the interop suite) start the client without racing.
+		listening := func(a netip.AddrPort) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "rperf rping: waiting for a client on rdma_cm port %d (for up to %v)\n", a.Port(), o.timeout)
+		}
+		_, err := rping.Server(dev, netip.AddrPortFrom(addr, uint16(o.port)), opts, listening)
 		return err
 	}
 	n, err := rping.Client(dev, src, netip.AddrPortFrom(addr, uint16(o.port)), opts)

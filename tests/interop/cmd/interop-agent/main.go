@@ -103,7 +103,7 @@ func (a *agent) handle(r agentproto.Request) {
 		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		a.send(agentproto.Event{ID: r.ID, Kind: agentproto.EventOK})
 	case agentproto.OpWaitListen:
-		if err := waitListen(r.Port, time.Duration(r.Timeout*float64(time.Second))); err != nil {
+		if err := waitListen(r.Port, r.Space, time.Duration(r.Timeout*float64(time.Second))); err != nil {
 			a.send(agentproto.Event{ID: r.ID, Kind: agentproto.EventError, Err: err.Error()})
 			return
 		}
@@ -177,12 +177,23 @@ func (a *agent) start(r agentproto.Request) {
 	a.send(agentproto.Event{ID: r.ID, Kind: agentproto.EventExit, RC: rc, Killed: killed, Wall: time.Since(begin).Seconds()})
 }
 
-// waitListen polls /proc/net/tcp{,6} for a listening socket on port.
-func waitListen(port int, wait time.Duration) error {
+// waitListen polls /proc/net/tcp{,6} for a listening socket on port, or
+// with space agentproto.SpaceRDMACM the kernel's rdma_cm identifiers
+// ("rdma res show cm_id") for a listening one.
+func waitListen(port int, space string, wait time.Duration) error {
+	listening := func() bool { return agentproto.Listening("/proc/net", port) }
+	what := "TCP"
+	if space == agentproto.SpaceRDMACM {
+		what = "rdma_cm"
+		listening = func() bool {
+			out, _ := exec.Command("/usr/bin/rdma", "res", "show", "cm_id").Output()
+			return agentproto.CMListening(string(out), port)
+		}
+	}
 	deadline := time.Now().Add(wait)
-	for !agentproto.Listening("/proc/net", port) {
+	for !listening() {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("nothing listens on TCP port %d after %v", port, wait)
+			return fmt.Errorf("nothing listens on %s port %d after %v", what, port, wait)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

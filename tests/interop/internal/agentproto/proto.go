@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -28,7 +29,9 @@ const (
 	// OpKill kills the process group of request Target with SIGKILL.
 	OpKill = "kill"
 	// OpWaitListen waits up to Timeout seconds for a TCP socket listening
-	// on Port (IPv4 or IPv6).
+	// on Port (IPv4 or IPv6), or with Space SpaceRDMACM for an rdma_cm
+	// identifier listening on Port (rdma_cm's TCP port space is not
+	// TCP's: such a listener is not in /proc/net/tcp).
 	OpWaitListen = "wait-listen"
 	// OpPowerOff syncs and powers the VM off.
 	OpPowerOff = "poweroff"
@@ -54,7 +57,12 @@ type Request struct {
 	Timeout float64  `json:"timeout,omitempty"`
 	Port    int      `json:"port,omitempty"`
 	Target  int      `json:"target,omitempty"`
+	// Space is OpWaitListen's port space: "" for TCP, SpaceRDMACM.
+	Space string `json:"space,omitempty"`
 }
+
+// SpaceRDMACM is the rdma_cm port space of OpWaitListen.
+const SpaceRDMACM = "rdma_cm"
 
 // Event is one agent-to-host message.
 type Event struct {
@@ -87,6 +95,31 @@ func Listening(netDir string, port int) bool {
 			if len(fs) > 3 && strings.HasSuffix(fs[1], want) && fs[3] == "0A" {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// CMListening reports whether out, the output of iproute2's "rdma res
+// show cm_id", shows an identifier in state LISTEN whose source address
+// has port port (a wildcard listener shows once per device it was cloned
+// onto, e.g. "link rxe0/1 cm-idn 0 state LISTEN ps TCP pid 251 comm rping
+// src-addr 0.0.0.0:7174 dst-addr 0.0.0.0:0").
+func CMListening(out string, port int) bool {
+	want := ":" + strconv.Itoa(port)
+	for _, line := range strings.Split(out, "\n") {
+		fs := strings.Fields(line)
+		listen, match := false, false
+		for i := 0; i+1 < len(fs); i++ {
+			switch fs[i] {
+			case "state":
+				listen = fs[i+1] == "LISTEN"
+			case "src-addr":
+				match = strings.HasSuffix(fs[i+1], want)
+			}
+		}
+		if listen && match {
+			return true
 		}
 	}
 	return false

@@ -34,3 +34,26 @@ func TestListening(t *testing.T) {
 		}
 	}
 }
+
+// TestCMListening reads hand-made "rdma res show cm_id" output: only a
+// LISTEN identifier whose source port is the port counts.
+func TestCMListening(t *testing.T) {
+	tests := []struct {
+		name, out string
+		port      int
+		want      bool
+	}{
+		{"wildcard listener", "link rxe0/1 cm-idn 0 state LISTEN ps TCP pid 251 comm ib_send_bw src-addr 0.0.0.0:18515 dst-addr 0.0.0.0:0\n", 18515, true},
+		{"ipv6 listener", "link rxe0/1 cm-idn 3 state LISTEN ps TCP pid 7 comm rping src-addr [::]:7174 dst-addr [::]:0\n", 7174, true},
+		{"connected, not listening", "link rxe0/1 cm-idn 1 state CONNECT ps TCP pid 251 comm ib_send_bw src-addr 10.77.0.1:18515 dst-addr 10.77.0.9:40000\n", 18515, false},
+		{"listener on another port", "link rxe0/1 cm-idn 0 state LISTEN ps TCP pid 251 comm rping src-addr 0.0.0.0:7174 dst-addr 0.0.0.0:0\n", 18515, false},
+		{"port as a prefix of another", "link rxe0/1 cm-idn 0 state LISTEN ps TCP pid 251 comm x src-addr 0.0.0.0:185150 dst-addr 0.0.0.0:0\n", 18515, false},
+		{"remote port matches", "link rxe0/1 cm-idn 0 state LISTEN ps TCP pid 1 comm x src-addr 0.0.0.0:1 dst-addr 0.0.0.0:18515\n", 18515, false},
+		{"nothing", "", 18515, false},
+	}
+	for _, tt := range tests {
+		if got := CMListening(tt.out, tt.port); got != tt.want {
+			t.Errorf("%s: CMListening(%d) = %v, want %v", tt.name, tt.port, got, tt.want)
+		}
+	}
+}

@@ -33,7 +33,7 @@ var Packages = []string{
 	"busybox-static", "libc6", "libgcc-s1",
 	"libibverbs1", "ibverbs-providers", "ibverbs-utils", "librdmacm1", "libibumad3",
 	"libnl-3-200", "libnl-route-3-200", "libudev1", "zlib1g",
-	"perftest", "libpci3",
+	"perftest", "libpci3", "rdmacm-utils",
 	"iproute2", "libmnl0", "libbsd0", "libmd0", "libcap2", "libelf1", "libbpf1",
 }
 
@@ -49,7 +49,7 @@ var Modules = []string{
 // Checked are the guest programs whose shared libraries must all resolve.
 var Checked = []string{
 	"usr/bin/ib_send_lat", "usr/bin/ib_write_bw", "usr/bin/ibv_devinfo", "usr/bin/ibv_devices",
-	"usr/bin/rdma",
+	"usr/bin/rdma", "usr/bin/rping",
 }
 
 //go:embed init.sh

@@ -32,7 +32,19 @@ type PeerKind int
 const (
 	PerftestPeer PeerKind = iota
 	RperfPeer
+	// RpingPeer is rdma-core's rping, against rperf rping.
+	RpingPeer
 )
+
+// Rping is the rping peer: rdma-core's (Debian's rdmacm-utils) in the VM.
+var Rping = Peer{Name: "rping rdma-core", Kind: RpingPeer, Dir: "/usr/bin"}
+
+// RpingCase is the rping exchange: rperf rping against rping, the flags
+// on both sides (-s/-c and -a are added by role).
+var RpingCase = Case{Test: "rping", Flags: "-C 3 -v -V"}
+
+// RpingPort is rping's default rdma_cm port.
+const RpingPort = 7174
 
 // Peer is the program on the other side of a line.
 type Peer struct {
@@ -107,11 +119,41 @@ func (l Line) Roles() string {
 	return "rperf=client"
 }
 
+// Port is the port every perftest line's server listens on (TCP, or
+// rdma_cm with -R): perftest's default.
+const Port = 18515
+
 // DefaultLimit bounds a line without its own limit.
 const DefaultLimit = 120 * time.Second
 
-// Program returns the perftest program name of the line's test.
-func (c Case) Program() string { return "ib_" + strings.ReplaceAll(c.Test, "-", "_") }
+// Program returns the perftest program name of the line's test ("rping"
+// for the rping case).
+func (c Case) Program() string {
+	if c.Test == "rping" {
+		return "rping"
+	}
+	return "ib_" + strings.ReplaceAll(c.Test, "-", "_")
+}
+
+// Listener is where a line's server listens: a TCP port (perftest's
+// exchange), or with CM an rdma_cm port (-R, rping).
+type Listener struct {
+	Port int
+	CM   bool
+}
+
+// Listener returns where the case's server listens.
+func (c Case) Listener() Listener {
+	if c.Test == "rping" {
+		return Listener{Port: RpingPort, CM: true}
+	}
+	for _, f := range strings.Fields(c.Flags) {
+		if f == "-R" || f == "--rdma_cm" {
+			return Listener{Port: Port, CM: true}
+		}
+	}
+	return Listener{Port: Port}
+}
 
 var (
 	latTests = []string{"send-lat", "write-lat", "read-lat", "atomic-lat"}
@@ -184,6 +226,14 @@ func HostCases() []Case {
 		c.Expect = Refused
 		add(c)
 	}
+	// -R (issue 12): every program over rdma_cm instead of the TCP
+	// exchange, UD through SIDR, and several QPs.
+	for _, t := range allTests {
+		add(Case{Test: t, Flags: "-R " + iters(t)})
+	}
+	add(Case{Test: "send-lat", Flags: "-R -c UD -s 1024 -n 200"})
+	add(Case{Test: "send-bw", Flags: "-R -c UD -s 1024 -n 200"})
+	add(Case{Test: "write-bw", Flags: "-R -q 4 -n 100"})
 	// Mismatched flags: rperf must end with a clear error, nothing hangs.
 	for _, c := range []Case{
 		{Test: "write-lat", Flags: "-s 64 -n 200", PeerFlags: "-s 128 -n 200"},
@@ -227,7 +277,8 @@ func SingleCases() []Case {
 }
 
 // Build expands the cases into the numbered lines of the matrix: the host
-// cases against every perftest peer in both roles, the VM cases against
+// cases against every perftest peer in both roles, the rping exchange in
+// both roles, the VM cases against
 // rperf and every perftest peer in both roles, the VM-only rperf cases,
 // then the single commands.
 func Build(perftests []Peer) []Line {
@@ -243,6 +294,9 @@ func Build(perftests []Peer) []Line {
 				add(Line{Case: c, Setup: HostUDP, Peer: p, RperfServer: srv})
 			}
 		}
+	}
+	for _, srv := range []bool{false, true} {
+		add(Line{Case: RpingCase, Setup: HostUDP, Peer: Rping, RperfServer: srv})
 	}
 	for _, p := range append([]Peer{rperf}, perftests...) {
 		for _, c := range VMCases() {

@@ -52,7 +52,12 @@ func TestBuild(t *testing.T) {
 	if got, want := count[fmt.Sprintf("%v/rperf/false", VMIbverbs)], vc+len(VMRperfOnly()); got != want {
 		t.Errorf("vm rperf-to-rperf lines: %d, want %d", got, want)
 	}
-	want := len(testPeers)*2*hc + vc + len(testPeers)*2*vc + len(VMRperfOnly()) + len(SingleCases())
+	for _, srv := range []bool{false, true} {
+		if got := count[fmt.Sprintf("%v/%s/%v", HostUDP, Rping.Name, srv)]; got != 1 {
+			t.Errorf("rping lines, rperf server=%v: %d, want 1", srv, got)
+		}
+	}
+	want := len(testPeers)*2*hc + 2 + vc + len(testPeers)*2*vc + len(VMRperfOnly()) + len(SingleCases())
 	if len(ls) != want {
 		t.Errorf("%d lines, want %d", len(ls), want)
 	}
@@ -66,6 +71,40 @@ func TestBuild(t *testing.T) {
 		if !defaults[test] {
 			t.Errorf("no defaults case for %s", test)
 		}
+	}
+}
+
+// TestRDMACMCases checks issue 12's lines: every program with -R, UD
+// with -R for both send tests, and that -R and rping lines wait for an
+// rdma_cm listener on their port while the others wait for TCP.
+func TestRDMACMCases(t *testing.T) {
+	withR := map[string]bool{}
+	udR := map[string]bool{}
+	for _, c := range HostCases() {
+		ln := c.Listener()
+		hasR := strings.Contains(" "+c.Flags+" ", " -R ")
+		if ln.CM != hasR || ln.Port != Port {
+			t.Errorf("%s %s: listener %+v, want port %d, rdma_cm %v", c.Test, c.Flags, ln, Port, hasR)
+		}
+		if hasR && c.Expect == Pass {
+			withR[c.Test] = true
+			if strings.Contains(c.Flags, "-c UD") {
+				udR[c.Test] = true
+			}
+		}
+	}
+	for _, test := range allTests {
+		if !withR[test] {
+			t.Errorf("no -R case for %s", test)
+		}
+	}
+	for _, test := range []string{"send-lat", "send-bw"} {
+		if !udR[test] {
+			t.Errorf("no -R -c UD case for %s", test)
+		}
+	}
+	if got, want := RpingCase.Listener(), (Listener{Port: RpingPort, CM: true}); got != want {
+		t.Errorf("rping listener %+v, want %+v", got, want)
 	}
 }
 
@@ -126,6 +165,22 @@ func TestArgv(t *testing.T) {
 		}
 		if got := strings.Join(e.perftestArgv(l, l.Flags, tt.server), " "); got != tt.peer {
 			t.Errorf("server=%v peer:\n got %s\nwant %s", tt.server, got, tt.peer)
+		}
+	}
+	rping := Line{Case: RpingCase, Setup: HostUDP, Peer: Rping}
+	for _, tt := range []struct {
+		server      bool
+		rperf, peer string
+	}{
+		{false, "/b/rperf rping -d udp_br0 -C 3 -v -V --timeout 15s -c -a 10.77.0.1", "/usr/bin/rping -C 3 -v -V -s -a 10.77.0.1"},
+		{true, "/b/rperf rping -d udp_br0 -C 3 -v -V --timeout 15s -s -a 10.77.0.9", "/usr/bin/rping -C 3 -v -V -c -a 10.77.0.9"},
+	} {
+		rping.RperfServer = tt.server
+		if got := strings.Join(e.rperfArgv(rping, rping.Flags, !tt.server), " "); got != tt.rperf {
+			t.Errorf("rping server=%v rperf:\n got %s\nwant %s", tt.server, got, tt.rperf)
+		}
+		if got := strings.Join(e.perftestArgv(rping, rping.Flags, tt.server), " "); got != tt.peer {
+			t.Errorf("rping server=%v peer:\n got %s\nwant %s", tt.server, got, tt.peer)
 		}
 	}
 	vmLine := Line{Case: Case{Test: "paths", Flags: "-n 2000"}, Setup: VMIbverbs, Single: true}

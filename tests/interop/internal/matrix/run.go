@@ -17,9 +17,6 @@ import (
 	"github.com/rperf/rperf/tests/interop/internal/vm"
 )
 
-// Port is the out-of-band TCP port every line uses: perftest's default.
-const Port = 18515
-
 // Env is what lines run with.
 type Env struct {
 	Host vm.Runner // programs in the link's namespace on the host
@@ -125,7 +122,7 @@ func (e *Env) Run(ctx context.Context, l Line) Outcome {
 		}
 		return o
 	}
-	sp, cp, err := e.RunPair(ctx, srv.runner, srv.argv, srv.log, cli.runner, cli.argv, cli.log, limit)
+	sp, cp, err := e.RunPairOn(ctx, l.Listener(), srv.runner, srv.argv, srv.log, cli.runner, cli.argv, cli.log, limit)
 	e.record(&o, l, sp, cp)
 	o.Wall = time.Since(begin)
 	e.judge(&o)
@@ -145,12 +142,18 @@ func (e *Env) Run(ctx context.Context, l Line) Outcome {
 // after the other ended is killed, both are killed at limit. The logs
 // are paths relative to the results directory. A nil Proc did not start.
 func (e *Env) RunPair(ctx context.Context, sr vm.Runner, sargv []string, slog string, cr vm.Runner, cargv []string, clog string, limit time.Duration) (srv, cli vm.Proc, err error) {
+	return e.RunPairOn(ctx, Listener{Port: Port}, sr, sargv, slog, cr, cargv, clog, limit)
+}
+
+// RunPairOn is RunPair with the server listening on ln (an rdma_cm port
+// for -R and rping).
+func (e *Env) RunPairOn(ctx context.Context, ln Listener, sr vm.Runner, sargv []string, slog string, cr vm.Runner, cargv []string, clog string, limit time.Duration) (srv, cli vm.Proc, err error) {
 	begin := time.Now()
 	sp, err := e.start(side{runner: sr, argv: sargv, log: slog}, limit)
 	if err != nil {
 		return nil, nil, fmt.Errorf("server (%s): %w", sr.Name(), err)
 	}
-	if err := sp.WaitListen(Port, e.Listen); err != nil {
+	if err := sp.WaitListen(ln.Port, ln.CM, e.Listen); err != nil {
 		sp.Kill()
 		<-sp.Done()
 		return sp, nil, fmt.Errorf("the server (%s) did not listen: %w", sr.Name(), err)
@@ -259,6 +262,9 @@ func (e *Env) rperfArgv(l Line, flags string, client bool) []string {
 	argv = append(argv, e.expand(flags, where)...)
 	argv = append(argv, strings.Fields(l.RperfFlags)...)
 	argv = append(argv, "--timeout", e.RperfTimeout.String())
+	if l.Test == "rping" {
+		return append(argv, rpingRole(l, client, true)...)
+	}
 	switch {
 	case l.Single:
 		argv = append(argv, "--loopback")
@@ -268,8 +274,24 @@ func (e *Env) rperfArgv(l Line, flags string, client bool) []string {
 	return argv
 }
 
-// perftestArgv is the perftest peer's command line for l.
+// rpingRole is an rping side's role and address: a server listens on its
+// own address, a client connects to the server's.
+func rpingRole(l Line, client, rperf bool) []string {
+	if client {
+		return []string{"-c", "-a", serverAddr(l, rperf)}
+	}
+	own := vm.VMAddr
+	if rperf && l.Setup == HostUDP {
+		own = vm.HostAddr
+	}
+	return []string{"-s", "-a", own}
+}
+
+// perftestArgv is the perftest (or rping) peer's command line for l.
 func (e *Env) perftestArgv(l Line, flags string, client bool) []string {
+	if l.Peer.Kind == RpingPeer {
+		return append(append([]string{l.Peer.Dir + "/" + l.Program()}, e.expand(flags, "vm")...), rpingRole(l, client, false)...)
+	}
 	argv := []string{l.Peer.Dir + "/" + l.Program(), "-d", "rxe0", "-F"}
 	argv = append(argv, e.expand(flags, "vm")...)
 	if client {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -37,9 +38,11 @@ type Proc interface {
 	Result() Result
 	// Kill kills the program and what it started.
 	Kill()
-	// WaitListen waits until the program's side has a TCP socket listening
-	// on port, without connecting to it.
-	WaitListen(port int, wait time.Duration) error
+	// WaitListen waits until the program's side has a TCP socket
+	// listening on port, or with cm an rdma_cm listener (the VM's kernel
+	// rdma_cm; on the host, rperf's own announcement in its output),
+	// without connecting to it.
+	WaitListen(port int, cm bool, wait time.Duration) error
 }
 
 // Runner starts programs on one side of the link.
@@ -73,7 +76,7 @@ func (h *HostRunner) Start(argv []string, output string, limit time.Duration) (P
 	cmd := h.Link.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p := &hostProc{cmd: cmd, done: make(chan struct{}), begin: time.Now()}
+	p := &hostProc{cmd: cmd, done: make(chan struct{}), begin: time.Now(), log: path}
 	if err := cmd.Start(); err != nil {
 		out.Close()
 		return nil, err
@@ -98,6 +101,7 @@ type hostProc struct {
 	cmd    *exec.Cmd
 	done   chan struct{}
 	begin  time.Time
+	log    string // the output file
 	mu     sync.Mutex
 	killed bool
 	res    Result
@@ -125,23 +129,40 @@ func (p *hostProc) kill() {
 	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 }
 
-func (p *hostProc) WaitListen(port int, wait time.Duration) error {
+func (p *hostProc) WaitListen(port int, cm bool, wait time.Duration) error {
 	// "ip netns exec" execs the program in place: its pid's net directory
 	// shows the namespace's sockets.
 	dir := "/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/net"
+	listening := func() bool { return agentproto.Listening(dir, port) }
+	what := "TCP"
+	if cm {
+		// rperf's rdma_cm on the udp fabric lives in the process: it
+		// says when it listens.
+		what = "rdma_cm"
+		listening = func() bool {
+			b, _ := os.ReadFile(p.log)
+			return strings.Contains(string(b), CMAnnouncement(port))
+		}
+	}
 	deadline := time.Now().Add(wait)
-	for !agentproto.Listening(dir, port) {
+	for !listening() {
 		select {
 		case <-p.done:
-			return fmt.Errorf("it ended before listening on TCP port %d", port)
+			return fmt.Errorf("it ended before listening on %s port %d", what, port)
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("nothing listens on TCP port %d after %v", port, wait)
+			return fmt.Errorf("nothing listens on %s port %d after %v", what, port, wait)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	return nil
+}
+
+// CMAnnouncement is what rperf prints once its rdma_cm listens on port
+// (a test command with -R, and rperf rping -s).
+func CMAnnouncement(port int) string {
+	return "on rdma_cm port " + strconv.Itoa(port) + " "
 }
 
 func exitCode(err error) int {

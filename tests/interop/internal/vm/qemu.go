@@ -282,12 +282,17 @@ func (p *vmProc) Kill() {
 	p.vm.call(agentproto.Request{Op: agentproto.OpKill, Target: p.id}, 10*time.Second)
 }
 
-func (p *vmProc) WaitListen(port int, wait time.Duration) error {
-	_, err := p.vm.call(agentproto.Request{Op: agentproto.OpWaitListen, Port: port, Timeout: wait.Seconds()}, wait+10*time.Second)
+func (p *vmProc) WaitListen(port int, cm bool, wait time.Duration) error {
+	req := agentproto.Request{Op: agentproto.OpWaitListen, Port: port, Timeout: wait.Seconds()}
+	what := "TCP"
+	if cm {
+		req.Space, what = agentproto.SpaceRDMACM, "rdma_cm"
+	}
+	_, err := p.vm.call(req, wait+10*time.Second)
 	if err != nil {
 		select {
 		case <-p.done:
-			return fmt.Errorf("it ended before listening on TCP port %d", port)
+			return fmt.Errorf("it ended before listening on %s port %d", what, port)
 		default:
 		}
 	}
