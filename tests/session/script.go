@@ -57,13 +57,12 @@ func (s *Session) Sequence() (oob.Sequence, bool) {
 }
 
 // planScript chooses the peer's sequence after the handshake: only for a
-// perftest peer (not rperf) of a test perftest has, without -R.
+// perftest peer (not rperf) of a test perftest has, with or without -R
+// (perftest -R runs the same exchanges over its rdma_cm channel).
 func (s *Session) planScript() error {
 	sp := &s.Spec
-	if s.Peer.Rperf || sp.Program == "" || s.cm != nil {
-		// Between rperfs, rperf's own; over rdma_cm (-R), perftest's
-		// -R sequence (connectCM and the generic steps).
-		return nil
+	if s.Peer.Rperf || sp.Program == "" {
+		return nil // between rperfs, rperf's own
 	}
 	o := oob.SequenceOptions{
 		Server: s.Server, PeerVersion: oob.Version, QPs: sp.QPs, All: sp.All, Duplex: sp.Duplex,
