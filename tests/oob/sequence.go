@@ -116,6 +116,14 @@ func ReleaseFor(v string) Release {
 	return r
 }
 
+// ServerDisconnectsFirst reports whether perftest that announced version
+// v, at the end of an rdma_cm (-R) run, has its server disconnect the test
+// QPs' connections while the client waits for that before it closes
+// anything (upstream's rdma_cm_disconnect_nodes, 6.29); 4.5's (6.06)
+// client disconnects them itself. A server facing such a client must
+// send its DREQs first.
+func ServerDisconnectsFirst(v string) bool { return ReleaseFor(v) != Perftest45 }
+
 // ConnType is a connection type as perftest's -c spells it.
 type ConnType string
 

@@ -467,3 +467,17 @@ func lastRunSize(q Sequence) uint64 {
 	}
 	return s
 }
+
+// TestServerDisconnectsFirst: only peers of the upstream release's
+// sequence (6.29 and newer) wait for the server's DREQs at the end of a
+// -R run; 4.5's (6.06) client disconnects itself.
+func TestServerDisconnectsFirst(t *testing.T) {
+	for _, tt := range []struct {
+		v    string
+		want bool
+	}{{"6.06", false}, {"6.16", false}, {"6.29", true}, {"6.30", true}} {
+		if got := ServerDisconnectsFirst(tt.v); got != tt.want {
+			t.Errorf("ServerDisconnectsFirst(%q) = %v, want %v", tt.v, got, tt.want)
+		}
+	}
+}

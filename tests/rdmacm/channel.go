@@ -112,6 +112,9 @@ type Channel struct {
 	disc map[*cm.ID]bool
 	// answered are test QPs' identifiers whose peer's DREQ got its DREP.
 	answered map[*cm.ID]bool
+	// dreqFirst: the server sends the test QPs' DREQs at the close
+	// without waiting for the client's (SetDisconnectFirst).
+	dreqFirst bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -501,9 +504,12 @@ func (c *Channel) peerGone() bool {
 		if err != nil {
 			break
 		}
-		if ev.Type == cm.EventDisconnected && !c.answered[ev.ID] {
-			c.disc[ev.ID], c.answered[ev.ID] = true, true
-			_ = ev.ID.Disconnect()
+		if ev.Type == cm.EventDisconnected {
+			c.disc[ev.ID] = true
+			if !c.answered[ev.ID] {
+				c.answered[ev.ID] = true
+				_ = ev.ID.Disconnect()
+			}
 		}
 	}
 	for !c.disc[c.id] {

@@ -267,10 +267,31 @@ func (c *Channel) acceptQP(spec QPSpec, id *cm.ID) error {
 	return nil
 }
 
+// DisconnectQPs sends the DREQ of every connected test QP now, on the
+// server, as upstream perftest's server does at the end of a run: its
+// client waits for them before it closes the channel (see
+// oob.ServerDisconnectsFirst). CloseQPs then waits for the DREPs.
+func (c *Channel) DisconnectQPs() {
+	if !c.server {
+		return
+	}
+	for _, d := range c.data {
+		if d.ID.QPType() != verbsio.QPTypeUD && !c.answered[d.ID] {
+			c.answered[d.ID] = true
+			_ = d.ID.Disconnect()
+		}
+	}
+}
+
+// SetDisconnectFirst makes CloseQPs on the server send the DREQs itself
+// at once (DisconnectQPs) instead of waiting for the client's.
+func (c *Channel) SetDisconnectFirst() { c.dreqFirst = true }
+
 // CloseQPs ends the test QPs' connections and destroys them and their
 // identifiers. With graceful, perftest's order: the client disconnects
 // each and waits for the server's answer; the server waits (bounded) for
-// the client's DREQs, answers them, then destroys. Without, they are
+// the client's DREQs, answers them, then destroys (after SetDisconnectFirst
+// it sends its own first). Without, they are
 // destroyed at once (the CM still tells the peer).
 func (c *Channel) CloseQPs(graceful bool) error {
 	ids := make([]*cm.ID, 0, len(c.data))
@@ -280,6 +301,9 @@ func (c *Channel) CloseQPs(graceful bool) error {
 		}
 	}
 	if graceful && len(ids) > 0 {
+		if c.dreqFirst {
+			c.DisconnectQPs()
+		}
 		if !c.server {
 			for _, id := range ids {
 				_ = id.Disconnect()

@@ -85,6 +85,9 @@ func (s *Session) planScript() error {
 		sc.pos++
 	}
 	s.script = sc
+	if s.cm != nil && s.Server && oob.ServerDisconnectsFirst(s.Peer.Version) {
+		s.cm.SetDisconnectFirst() // at the close, as the peer expects
+	}
 	return nil
 }
 
@@ -238,10 +241,21 @@ func walk(ctx context.Context, s *Session, c *Config, m Measurer) ([]reports.Res
 		// serves until the client has closed the connection.
 		sc.closed = true
 		if s.Server {
+			s.disconnectFirst()
 			if err := s.Serve(func() error { return s.Conn.AwaitClose(ctx, c.Stall()) }); err != nil {
 				return results, err
 			}
 		}
 	}
 	return results, nil
+}
+
+// disconnectFirst sends the test QPs' DREQs now, on the server of an
+// rdma_cm run whose perftest client waits for them before it closes
+// anything (oob.ServerDisconnectsFirst): otherwise each side would wait
+// for the other's close.
+func (s *Session) disconnectFirst() {
+	if s.cm != nil && s.Server && s.script != nil && oob.ServerDisconnectsFirst(s.Peer.Version) {
+		s.cm.DisconnectQPs()
+	}
 }
