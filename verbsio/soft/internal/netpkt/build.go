@@ -231,20 +231,8 @@ func FillChecksums(frame []byte, tag Tag) error {
 // l4ChecksumAt computes the checksum of the transport header at l4 whose
 // IP header is at l3; the segment ends where the IP length says.
 func l4ChecksumAt(f []byte, l3, l4 int, v4, tcp bool) {
-	var src, dst []byte
-	var end int
-	if v4 {
-		src, dst = f[l3+12:l3+16], f[l3+16:l3+20]
-		end = l3 + int(binary.BigEndian.Uint16(f[l3+2:]))
-	} else {
-		src, dst = f[l3+8:l3+24], f[l3+24:l3+40]
-		end = l3 + IPv6Len + int(binary.BigEndian.Uint16(f[l3+4:]))
-	}
-	proto, hdr := uint8(ProtoUDP), UDPLen
-	if tcp {
-		proto, hdr = ProtoTCP, TCPLen
-	}
-	if end > len(f) || end < l4+hdr {
+	src, dst, proto, end, ok := l4Segment(f, l3, l4, v4, tcp)
+	if !ok {
 		end = len(f) // a length that lies: checksum what is there
 	}
 	l4Checksum(f[l4:end], src, dst, proto)

@@ -107,11 +107,11 @@ func VerifyChecksums(frame []byte, tag Tag) bool {
 	return l4Good(frame, int(l.L3), int(l.L4), l.Has&HasIPv4 != 0, l.Has&HasTCP != 0)
 }
 
-// l4Good verifies the checksum of the transport header at l4 whose IP
-// header is at l3, over the segment the IP length gives.
-func l4Good(f []byte, l3, l4 int, v4, tcp bool) bool {
-	var src, dst []byte
-	var end int
+// l4Segment locates the transport segment at l4 whose IP header is at
+// l3: the pseudo-header's addresses and protocol, and where the segment
+// ends by the IP length; ok is false when that length runs past the
+// frame or leaves no room for the transport header.
+func l4Segment(f []byte, l3, l4 int, v4, tcp bool) (src, dst []byte, proto uint8, end int, ok bool) {
 	if v4 {
 		src, dst = f[l3+12:l3+16], f[l3+16:l3+20]
 		end = l3 + int(binary.BigEndian.Uint16(f[l3+2:]))
@@ -123,7 +123,14 @@ func l4Good(f []byte, l3, l4 int, v4, tcp bool) bool {
 	if tcp {
 		proto, hdr = ProtoTCP, TCPLen
 	}
-	if end > len(f) || end < l4+hdr {
+	return src, dst, proto, end, end <= len(f) && end >= l4+hdr
+}
+
+// l4Good verifies the checksum of the transport header at l4 whose IP
+// header is at l3, over the segment the IP length gives.
+func l4Good(f []byte, l3, l4 int, v4, tcp bool) bool {
+	src, dst, proto, end, ok := l4Segment(f, l3, l4, v4, tcp)
+	if !ok {
 		return false
 	}
 	seg := f[l4:end]
