@@ -293,24 +293,12 @@ func (f *rawFabric) wait(q *cq, deadline int64) error {
 			return nil
 		}
 	}
-	for {
-		ok, next := step()
-		if ok {
-			return nil
-		}
-		left := time.Duration(deadline - now())
-		if left <= 0 {
-			return verbsio.ErrTimeout
-		}
-		sleep := min(left, 20*time.Millisecond)
-		if next >= 0 && next < sleep {
-			sleep = max(next, time.Microsecond)
-		}
+	return sleepUntilReady(deadline, step, func(sleep time.Duration) {
 		var fds [1]unix.PollFd
 		n := f.pollFDs(fds[:])
 		ts := unix.NsecToTimespec(int64(sleep))
 		unix.Ppoll(fds[:n], &ts, nil)
-	}
+	})
 }
 
 // pollFDs fills fds with the receive ring's socket.

@@ -229,6 +229,20 @@ func (f *udpFabric) wait(q *cq, deadline int64) error {
 			return nil
 		}
 	}
+	return sleepUntilReady(deadline, step, func(sleep time.Duration) {
+		c.lock()
+		f.flush()
+		c.unlock()
+		f.waitInput(sleep)
+	})
+}
+
+// sleepUntilReady is the sleeping half of a packet fabric's CQ.Wait:
+// step makes progress and reports whether the CQ holds a completion and
+// when the fabric's next timer is due (negative: none); between steps,
+// sleep waits for input for at most 20 ms, never past the deadline or
+// that timer. It returns verbsio.ErrTimeout once the deadline passes.
+func sleepUntilReady(deadline int64, step func() (bool, time.Duration), sleep func(time.Duration)) error {
 	for {
 		ok, next := step()
 		if ok {
@@ -238,14 +252,11 @@ func (f *udpFabric) wait(q *cq, deadline int64) error {
 		if left <= 0 {
 			return verbsio.ErrTimeout
 		}
-		sleep := min(left, 20*time.Millisecond)
-		if next >= 0 && next < sleep {
-			sleep = max(next, time.Microsecond)
+		d := min(left, 20*time.Millisecond)
+		if next >= 0 && next < d {
+			d = max(next, time.Microsecond)
 		}
-		c.lock()
-		f.flush()
-		c.unlock()
-		f.waitInput(sleep)
+		sleep(d)
 	}
 }
 
