@@ -17,6 +17,9 @@
 //     processes: a message of n bytes and a sequence number written by one
 //     side, spun on by the other, which answers the same way; the floor
 //     under write-lat on shm0.
+//   - RawPingPong: a busy-polling ping-pong of whole frames between two
+//     processes over packet sockets on a link (a veth pair between two
+//     network namespaces in the tests), the reference for rperf raw-lat.
 //   - Memmove: copy bandwidth, warm (the same source and destination every
 //     time) and cache-cold (a new part of regions larger than the
 //     last-level cache every time): what the shm fabric's copies cost.
@@ -238,8 +241,10 @@ func Peer(role string, fd *os.File, in io.Reader, out io.Writer) error {
 		return shmPong(fd, ctl, out)
 	case RoleStreamSend:
 		return streamSend(fd, ctl, out)
+	case RoleRawPong:
+		return rawPong(fd, ctl, out)
 	}
-	return fmt.Errorf("baseline peer: unknown role %q (want %s, %s or %s)", role, RoleUDPPong, RoleSHMPong, RoleStreamSend)
+	return fmt.Errorf("baseline peer: unknown role %q (want %s, %s, %s or %s)", role, RoleUDPPong, RoleSHMPong, RoleStreamSend, RoleRawPong)
 }
 
 // orders reads order lines until in closes, calling fn for each.

@@ -204,6 +204,7 @@ func BenchmarkRawPingPong64(b *testing.B) {
 		wcs := make([]verbsio.WC, 8)
 		wr := []verbsio.SendWR{{Opcode: verbsio.OpSend, Flags: verbsio.SendSignaled | verbsio.SendInline,
 			SGL: []verbsio.SGE{w.b.mr.SGE(0, len(toA))}}}
+		rwr := []verbsio.RecvWR{{SGL: make([]verbsio.SGE, 1)}}
 		deadline := time.Now().Add(30 * time.Second)
 		for got := 0; got < n; {
 			k, err := w.b.cq.Poll(wcs)
@@ -216,7 +217,8 @@ func BenchmarkRawPingPong64(b *testing.B) {
 					continue
 				}
 				got++
-				qb.PostRecv([]verbsio.RecvWR{{ID: wc.ID, SGL: []verbsio.SGE{w.b.mr.SGE(int(wc.ID), slot)}}})
+				rwr[0].ID, rwr[0].SGL[0] = wc.ID, w.b.mr.SGE(int(wc.ID), slot)
+				qb.PostRecv(rwr)
 				if _, err := qb.PostSend(wr); err != nil {
 					done <- err
 					return
@@ -238,6 +240,7 @@ func BenchmarkRawPingPong64(b *testing.B) {
 		wcs := make([]verbsio.WC, 8)
 		wr := []verbsio.SendWR{{Opcode: verbsio.OpSend, Flags: verbsio.SendSignaled | verbsio.SendInline,
 			SGL: []verbsio.SGE{w.a.mr.SGE(0, len(toB))}}}
+		rwr := []verbsio.RecvWR{{SGL: make([]verbsio.SGE, 1)}}
 		for i := 0; i < rtts; i++ {
 			if _, err := qa.PostSend(wr); err != nil {
 				b.Fatal(err)
@@ -251,7 +254,8 @@ func BenchmarkRawPingPong64(b *testing.B) {
 				for _, wc := range wcs[:k] {
 					if wc.Opcode != verbsio.WCSend {
 						answered = true
-						qa.PostRecv([]verbsio.RecvWR{{ID: wc.ID, SGL: []verbsio.SGE{w.a.mr.SGE(int(wc.ID), slot)}}})
+						rwr[0].ID, rwr[0].SGL[0] = wc.ID, w.a.mr.SGE(int(wc.ID), slot)
+						qa.PostRecv(rwr)
 					}
 				}
 				if k == 0 {

@@ -269,17 +269,13 @@ func (f *rawFabric) nextDeadline() time.Duration {
 // progress is the receive side and the pacer, which every poll runs.
 func (f *rawFabric) progress(*cq) { f.receive() }
 
-// rawWaitSpin is how long CQ.Wait polls the ring before it sleeps in
-// ppoll: a frame already on its way is caught without a sleep, and the
-// CPU the peer and the kernel's softirq need is not taken on a busy host.
-// It was 200 polls (20-40 us): with both ends of a ping-pong on two loaded
-// CPUs that spin tripled the round trip, and 5 us still cost 50% over
-// 2 us (BenchmarkRawPingPong64, docs/raw.md).
-const rawWaitSpin = 2 * time.Microsecond
-
 // wait is CQ.Wait on the raw fabric: progress until the CQ holds a
-// completion, polling for rawWaitSpin, then sleeping in ppoll on the
-// receive ring between frames and pacing deadlines.
+// completion, sleeping in ppoll on the receive ring between frames and
+// pacing deadlines. It does not spin first: with both ends of a
+// ping-pong on two loaded CPUs, any spin takes the CPU the peer and the
+// kernel's softirq need. In one run at load average 10 (docs/raw.md) the round
+// trip's p50 was 11.2-12.1 us with 2 us of polling before the sleep and
+// 7.4 us without; 200 polls (20-40 us) had tripled it.
 func (f *rawFabric) wait(q *cq, deadline int64) error {
 	c := f.c
 	step := func() (bool, time.Duration) {
@@ -287,11 +283,6 @@ func (f *rawFabric) wait(q *cq, deadline int64) error {
 		defer c.unlock()
 		f.receive()
 		return q.ready(), f.nextDeadline()
-	}
-	for start := now(); now()-start < int64(rawWaitSpin); {
-		if ok, _ := step(); ok {
-			return nil
-		}
 	}
 	return sleepUntilReady(deadline, step, func(sleep time.Duration) {
 		var fds [1]unix.PollFd
