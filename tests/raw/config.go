@@ -1,6 +1,7 @@
 package raw
 
 import (
+	"fmt"
 	"net/netip"
 	"time"
 
@@ -130,7 +131,10 @@ func (c *Config) Check() error {
 		ps.AddField(session.NewFieldError("FlowsBurst", c.FlowsBurst, "at least one frame per flow burst"))
 	}
 	if c.VLANPCPInvalid() {
-		ps.AddField(session.NewFieldError("VLANPCP", f.VLANPCP, "a VLAN priority is 0 to 7"))
+		ps.AddField(session.NewFieldError("VLANPCP", f.VLANPCP, "a VLAN priority is 0 to 7, or 8 for another priority per frame"))
+	}
+	if msg, fix := EtherTypeProblem(f.EtherType); msg != "" {
+		ps.AddField(session.NewFieldError("EtherType", f.EtherType, "%s", msg).WithFix("%s", fix))
 	}
 	if c.RecvSize != 0 && c.RecvSize < c.MaxSize() {
 		ps.AddField(session.NewFieldError("RecvSize", c.RecvSize, "receive buffers smaller than the largest frame (%d bytes)", c.MaxSize()))
@@ -177,8 +181,9 @@ func MulticastMAC(ip netip.Addr) [6]byte {
 	return [6]byte{0x01, 0x00, 0x5e, a[1] & 0x7f, a[2], a[3]}
 }
 
-// VLANPCPInvalid reports a VLAN priority outside 0..7.
-func (c *Config) VLANPCPInvalid() bool { return c.Frame.VLAN && c.Frame.VLANPCP > 7 }
+// VLANPCPInvalid reports a VLAN priority outside 0..7 that is not
+// VLANPCPRotate.
+func (c *Config) VLANPCPInvalid() bool { return c.Frame.VLAN && c.Frame.VLANPCP > VLANPCPRotate }
 
 // Limits of the raw tests.
 const (
@@ -193,4 +198,18 @@ func (c *Config) firstWait() time.Duration {
 		return c.FirstWait
 	}
 	return 10 * c.stall()
+}
+
+// EtherTypeProblem says what is wrong with et as a frame's own EtherType
+// (FrameSpec.EtherType) and how to fix it; "" when nothing is (0 means
+// the IP family's).
+func EtherTypeProblem(et uint16) (msg, fix string) {
+	switch {
+	case et == 0:
+	case et < 0x0600:
+		return fmt.Sprintf("0x%04x is an 802.3 length, not an EtherType", et), "give 0x0600 or more"
+	case et == 0x8100 || et == 0x88a8:
+		return fmt.Sprintf("0x%04x is a VLAN tag's TPID", et), "add the tag with the VLAN option instead"
+	}
+	return "", ""
 }

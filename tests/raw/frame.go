@@ -25,8 +25,8 @@ type Addresses struct {
 }
 
 // FrameSpec is the shape of a test frame: its addresses, the L4
-// protocol, the IPv4 ToS (IPv6 traffic class) and flow label, and an
-// optional 802.1Q tag.
+// protocol, the IPv4 ToS (IPv6 traffic class) and flow label, an
+// optional 802.1Q tag, and an optional EtherType of its own.
 type FrameSpec struct {
 	Addresses
 	TCP       bool
@@ -34,7 +34,34 @@ type FrameSpec struct {
 	FlowLabel uint32
 	VLAN      bool
 	VLANID    uint16
-	VLANPCP   uint8
+	// VLANPCP is the tag's priority, 0 to 7, or VLANPCPRotate.
+	VLANPCP uint8
+	// EtherType, when not 0, replaces the IP family's EtherType (perftest
+	// -Y): the frame keeps its IP and L4 headers, but a receiver parses
+	// it as that EtherType, and steering matches the MAC and EtherType
+	// only.
+	EtherType uint16
+}
+
+// VLANPCPRotate as FrameSpec.VLANPCP (perftest --vlan_pcp 8) gives each
+// frame of a flow another priority: the client's and the server's
+// frames carry 1, 2, ..., 7, 0, 1, ... in the order they are sent.
+const VLANPCPRotate = 8
+
+// pcpVariants is how many frames of different priority each flow has.
+func (s *FrameSpec) pcpVariants() int {
+	if s.VLAN && s.VLANPCP == VLANPCPRotate {
+		return VLANPCPRotate
+	}
+	return 1
+}
+
+// ipEtherType is the EtherType of the frame's IP family.
+func (s *FrameSpec) ipEtherType() uint16 {
+	if s.SrcIP.Is6() {
+		return 0x86dd
+	}
+	return 0x0800
 }
 
 // HeaderLen is the length of the frame's headers: Ethernet (and tag), IP
@@ -83,7 +110,7 @@ func (s *FrameSpec) Build(b []byte, seed byte) error {
 	o := 12
 	if s.VLAN {
 		binary.BigEndian.PutUint16(b[o:], 0x8100)
-		binary.BigEndian.PutUint16(b[o+2:], uint16(s.VLANPCP)<<13|s.VLANID&0xfff)
+		binary.BigEndian.PutUint16(b[o+2:], uint16(s.VLANPCP&7)<<13|s.VLANID&0xfff)
 		o += 4
 	}
 	proto := byte(17)
@@ -95,8 +122,12 @@ func (s *FrameSpec) Build(b []byte, seed byte) error {
 		l4 = len(b) - h + tcpLen
 	}
 	var pseudo uint32
+	et := s.ipEtherType()
+	if s.EtherType != 0 {
+		et = s.EtherType
+	}
+	binary.BigEndian.PutUint16(b[o:], et)
 	if s.SrcIP.Is4() {
-		binary.BigEndian.PutUint16(b[o:], 0x0800)
 		ip := b[o+2 : o+2+ip4Len]
 		clear(ip)
 		ip[0] = 0x45
@@ -112,7 +143,6 @@ func (s *FrameSpec) Build(b []byte, seed byte) error {
 		pseudo = sum(ip[12:20], uint32(proto)+uint32(l4))
 		o += 2 + ip4Len
 	} else {
-		binary.BigEndian.PutUint16(b[o:], 0x86dd)
 		ip := b[o+2 : o+2+ip6Len]
 		binary.BigEndian.PutUint32(ip[0:], 6<<28|uint32(s.TOS)<<20|s.FlowLabel&0xfffff)
 		binary.BigEndian.PutUint16(ip[4:], uint16(l4))

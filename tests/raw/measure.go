@@ -29,13 +29,13 @@ func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, erro
 			if post >= c.Warmup {
 				posted[post-c.Warmup] = clock.Now()
 			}
-			if _, err := r.qp.PostSend(r.send[flow : flow+1]); err != nil {
+			if _, err := r.qp.PostSend(r.next(flow)); err != nil {
 				return nil, fmt.Errorf("raw test: post frame %d: %w", post, err)
 			}
 			post++
 			outstanding++
 			if burst++; burst == c.FlowsBurst {
-				burst, flow = 0, (flow+1)%len(r.send)
+				burst, flow = 0, (flow+1)%r.flows()
 			}
 		}
 		k, err := r.poll(&w, len(r.wcs))
@@ -176,7 +176,7 @@ func (r *runner) latClient(ctx context.Context, size int) ([]reports.Result, err
 	for i := 0; i < c.Warmup+n; i++ {
 		w.begin(ctx, fmt.Sprintf("waiting for the pong to ping %d", i), c.stall())
 		t0 := clock.Now()
-		if _, err := r.qp.PostSend(r.send[:1]); err != nil {
+		if _, err := r.qp.PostSend(r.next(0)); err != nil {
 			return nil, fmt.Errorf("raw test: post ping %d: %w", i, err)
 		}
 		var t1 int64
@@ -274,7 +274,7 @@ func (r *runner) latServer(ctx context.Context, size int) error {
 				pinged = pinged || int(wc.ByteLen) == size
 			}
 		}
-		if _, err := r.qp.PostSend(r.send[:1]); err != nil {
+		if _, err := r.qp.PostSend(r.next(0)); err != nil {
 			return fmt.Errorf("raw test: post pong %d: %w", i, err)
 		}
 		outstanding++
@@ -331,11 +331,11 @@ func (r *runner) burstClient(ctx context.Context, size int) ([]reports.Result, e
 		k := min(burst, total-sent)
 		for i := range k {
 			posted[i] = clock.Now()
-			if _, err := r.qp.PostSend(r.send[flow : flow+1]); err != nil {
+			if _, err := r.qp.PostSend(r.next(flow)); err != nil {
 				return nil, fmt.Errorf("raw test: post frame %d: %w", sent+i, err)
 			}
 			if fb++; fb == c.FlowsBurst {
-				fb, flow = 0, (flow+1)%len(r.send)
+				fb, flow = 0, (flow+1)%r.flows()
 			}
 		}
 		w.begin(ctx, "waiting for send completions", c.stall())

@@ -115,7 +115,10 @@ type runner struct {
 	inline   bool
 	clockKHz uint64
 
-	send []verbsio.SendWR // one prebuilt WR per flow
+	variants int // frames per flow that differ by their VLAN priority (VLANPCPRotate: 8)
+	sent     int // frames posted, which pick the priority's variant
+
+	send []verbsio.SendWR // prebuilt WRs: variants per flow
 	sgl  []verbsio.SGE    // their SGEs
 	recv []verbsio.RecvWR // one prebuilt WR per receive slot
 	rsgl []verbsio.SGE
@@ -140,6 +143,8 @@ func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 	if c.Server {
 		flows = 1
 	}
+	r.variants = c.Frame.pcpVariants()
+	flows *= r.variants
 	r.sendOff, r.recvOff = 0, flows*r.slot
 	if r.buf, err = dev.Alloc(r.recvOff + c.RxDepth*r.slot); err != nil {
 		return nil, err
@@ -225,6 +230,20 @@ func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 	return r, nil
 }
 
+// flows is how many flows this side sends.
+func (r *runner) flows() int { return len(r.send) / r.variants }
+
+// next returns the WR that sends flow's next frame (the next priority's
+// with VLANPCPRotate).
+func (r *runner) next(flow int) []verbsio.SendWR {
+	i := flow * r.variants
+	if r.variants > 1 {
+		i += r.sent % r.variants
+		r.sent++
+	}
+	return r.send[i : i+1]
+}
+
 // rule steers frames to this side's MAC (a multicast server: the
 // group's) and L4 port (each of the flows' ports on a bw server: the
 // port's bits that the flows vary are masked out only when the flows
@@ -240,7 +259,14 @@ func (r *runner) rule() verbsio.FlowAttr {
 	if r.c.Multicast && r.c.Server {
 		dst = f.DstMAC // the group's MAC, as attaching the QP to the group would take
 	}
-	specs := []verbsio.FlowSpec{verbsio.FlowETH{Val: verbsio.ETHFilter{Dst: verbsio.MAC(dst)}, Mask: verbsio.ETHFilter{Dst: all}}}
+	eth := verbsio.FlowETH{Val: verbsio.ETHFilter{Dst: verbsio.MAC(dst)}, Mask: verbsio.ETHFilter{Dst: all}}
+	if f.EtherType != 0 {
+		eth.Val.EtherType, eth.Mask.EtherType = f.EtherType, 0xffff
+	}
+	specs := []verbsio.FlowSpec{eth}
+	if f.EtherType != 0 && f.EtherType != f.ipEtherType() {
+		return verbsio.FlowAttr{Port: 1, Specs: specs} // not IP to a receiver: MAC and EtherType only
+	}
 	if n := r.c.Flows; n == 1 || (n&(n-1) == 0 && int(f.SrcPort)%n == 0) {
 		mask := ^uint16(n - 1)
 		port := verbsio.PortFilter{Dst: f.SrcPort & mask}
@@ -254,12 +280,17 @@ func (r *runner) rule() verbsio.FlowAttr {
 	return verbsio.FlowAttr{Port: 1, Specs: specs}
 }
 
-// buildFrames writes the frames of size bytes: flow i's in send slot i.
+// buildFrames writes the frames of size bytes: flow i's in send slots
+// i*variants to (i+1)*variants-1.
 func (r *runner) buildFrames(size int, spec FrameSpec) error {
 	for i := range r.send {
 		s := spec
-		s.SrcPort += uint16(i)
-		s.DstPort += uint16(i)
+		flow, v := i/r.variants, i%r.variants
+		s.SrcPort += uint16(flow)
+		s.DstPort += uint16(flow)
+		if r.variants > 1 {
+			s.VLANPCP = uint8(v+1) & 7 // as perftest counts: the first frame has priority 1
+		}
 		off := r.sendOff + i*r.slot
 		if err := s.Build(r.buf[off:off+size], byte(i)); err != nil {
 			return fmt.Errorf("raw test: %w", err)

@@ -53,14 +53,19 @@ func frames(a, b *end, sport, dport uint16) raw.FrameSpec {
 // whole run has a minute on a loaded machine.
 func pair(t *testing.T, test session.Test, tune func(c *raw.Config)) (client, server []reports.Result) {
 	t.Helper()
-	return pairOver(t, netns.Options{}, test, tune)
+	return pairOver(t, netns.Options{}, test, tune, nil)
 }
 
 // pairOver is pair over the wire opts builds (a veth pair, or two veth
 // pairs joined by a bridge in a third namespace).
-func pairOver(t *testing.T, opts netns.Options, test session.Test, tune func(c *raw.Config)) (client, server []reports.Result) {
+// wired, when not nil, is called once the wire is up, before either side
+// starts (to sniff it).
+func pairOver(t *testing.T, opts netns.Options, test session.Test, tune func(c *raw.Config), wired func(p *netns.Pair)) (client, server []reports.Result) {
 	t.Helper()
 	p := netns.Setup(t, opts)
+	if wired != nil {
+		wired(p)
+	}
 	a, b := openEnd(t, p.A), openEnd(t, p.B)
 	srv, cli := raw.Default(test), raw.Default(test)
 	srv.Server = true
@@ -197,12 +202,12 @@ func TestRawOverBridge(t *testing.T) {
 	opts := netns.Options{Middle: true, Bridge: true}
 	client, server := pairOver(t, opts, session.RawBW, func(c *raw.Config) {
 		c.Sizes, c.Iterations, c.RxDepth = []int{256}, 1000, 2048
-	})
+	}, nil)
 	if len(client) != 1 || client[0].Iterations != 1000 || len(server) != 1 || server[0].Iterations+server[0].Bandwidth.LostMessages != 1000 ||
 		server[0].Iterations < 500 {
 		t.Fatalf("raw-bw over a bridge: client %+v, server %+v", client, server)
 	}
-	lat, _ := pairOver(t, opts, session.RawLat, func(c *raw.Config) { c.Iterations = 200 })
+	lat, _ := pairOver(t, opts, session.RawLat, func(c *raw.Config) { c.Iterations = 200 }, nil)
 	if len(lat) != 1 || lat[0].Latency == nil || lat[0].Samples != 200 || lat[0].TrueMinUs <= 0 {
 		t.Fatalf("raw-lat over a bridge: %+v", lat)
 	}
@@ -271,7 +276,9 @@ func TestRawCheck(t *testing.T) {
 		{"rate on lat", func(c *raw.Config) { c.Test, c.TxDepth, c.RateMbps, c.HWPacing = session.RawLat, 1, 10, true }, "a rate does not apply"},
 		{"burst over depth", func(c *raw.Config) { c.Test, c.BurstSize = session.RawBurstLat, 129 }, "a burst is 1 to TxDepth 128 frames"},
 		{"PP without a rate", func(c *raw.Config) { c.Test, c.HWPacing = session.RawBurstLat, true }, "hardware pacing needs a rate"},
-		{"pcp", func(c *raw.Config) { c.Frame.VLAN, c.Frame.VLANPCP = true, 8 }, "a VLAN priority is 0 to 7"},
+		{"pcp", func(c *raw.Config) { c.Frame.VLAN, c.Frame.VLANPCP = true, 9 }, "a VLAN priority is 0 to 7, or 8"},
+		{"ethertype length", func(c *raw.Config) { c.Frame.EtherType = 0x05dc }, "0x05dc is an 802.3 length"},
+		{"ethertype tpid", func(c *raw.Config) { c.Frame.EtherType = 0x8100 }, "0x8100 is a VLAN tag's TPID"},
 		{"not raw", func(c *raw.Config) { c.Test = session.SendBW }, "not one of rperf's raw tests"},
 		{"rule type", func(c *raw.Config) { c.RuleType = verbsio.FlowMCDefault }, "the server's rule is normal, sniffer or all-default"},
 		{"multicast on lat", func(c *raw.Config) { c.Test, c.TxDepth, c.Multicast = session.RawLat, 1, true }, "multicast is one-way traffic: raw-bw only"},

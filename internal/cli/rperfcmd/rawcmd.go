@@ -59,6 +59,7 @@ type rawOptions struct {
 	ipv6        bool
 	vlan        bool
 	vlanPCP     int
+	etherType   string
 	timestamps  bool
 	percentiles string
 	jsonPath    string
@@ -89,7 +90,7 @@ func (o *rawOptions) latTable() bool {
 // set them, for the problems Check reports.
 var rawFlagFields = map[string]string{
 	"Sizes": "size", "Iterations": "iters", "TxDepth": "tx-depth", "RxDepth": "rx-depth", "Warmup": "warmup",
-	"DstMAC": "dest_mac", "Flows": "flows", "FlowsBurst": "flows_burst", "VLANPCP": "vlan_pcp",
+	"DstMAC": "dest_mac", "Flows": "flows", "FlowsBurst": "flows_burst", "VLANPCP": "vlan_pcp", "EtherType": "ethertype",
 	"CompletionTimestamps": "completion-timestamps", "Percentiles": "percentiles", "BurstSize": "burst_size",
 	"RateMbps": "rate_limit", "HWPacing": "rate_limit_type", "Multicast": "raw_mcast",
 }
@@ -152,7 +153,8 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	fs.IntVar(&o.flowLabel, "flow_label", 0, "IPv6 flow label, 0 to 1048575")
 	fs.BoolVar(&o.ipv6, "raw_ipv6", false, "IPv6 headers (with -j/-J IPv6 addresses)")
 	fs.BoolVar(&o.vlan, "vlan_en", false, "add an 802.1Q tag (VLAN 1)")
-	fs.IntVar(&o.vlanPCP, "vlan_pcp", 0, "with --vlan_en: the tag's priority, 0 to 7")
+	fs.IntVar(&o.vlanPCP, "vlan_pcp", 0, "with --vlan_en: the tag's priority, 0 to 7; 8: another per frame (1, 2, ..., 7, 0, ...)")
+	fs.StringVarP(&o.etherType, "ethertype", "Y", "", "the frames' EtherType, 0xXXXX, instead of IPv4's or IPv6's (the server's rule then matches it)")
 	fs.BoolVar(&o.sniffer, "sniffer", false, "the server's rule is a sniffer: a copy of every frame of the port")
 	fs.BoolVar(&o.promisc, "promiscuous", false, "the server's rule takes every frame no other rule took (all-default)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as an rperf/v1 JSON document to FILE (- for stdout)")
@@ -220,6 +222,13 @@ func (o *rawOptions) validate() error {
 		return cli.Usagef("--sniffer and --promiscuous choose the server's rule: add --server (-Z)")
 	case o.fs.Changed("vlan_pcp") && !o.vlan:
 		return cli.Usagef("--vlan_pcp is the tag's priority: add --vlan_en")
+	case o.vlanPCP < 0 || o.vlanPCP > raw.VLANPCPRotate:
+		return cli.Usagef("--vlan_pcp %d: a VLAN priority is 0 to 7, or 8 for another per frame", o.vlanPCP)
+	}
+	if o.etherType != "" {
+		if _, err := parseEtherType(o.etherType); err != nil {
+			return err
+		}
 	}
 	if o.mcast {
 		if ip, err := netip.ParseAddr(o.dstIP); err == nil && (!ip.Is4() || !ip.IsMulticast()) {
@@ -332,6 +341,9 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 		c.RuleType = verbsio.FlowAllDefault
 	}
 	f.VLAN, f.VLANID, f.VLANPCP = o.vlan, 1, uint8(o.vlanPCP)
+	if o.etherType != "" {
+		f.EtherType, _ = parseEtherType(o.etherType)
+	}
 	var ifc *net.Interface
 	if o.srcMAC == "" || o.srcIP == "" {
 		var err error
@@ -780,4 +792,21 @@ func (s *rawSide) writeDoc(o *rawOptions, env reports.Env, results []reports.Res
 	}
 	s.written = true
 	return nil
+}
+
+// parseEtherType reads -Y as perftest writes it: 0x and four hex digits,
+// not zero.
+func parseEtherType(v string) (uint16, error) {
+	bad := cli.Usagef("-Y %s: write the EtherType as 0xXXXX (four hex digits, e.g. 0x88b5)", v)
+	if len(v) != 6 || (v[:2] != "0x" && v[:2] != "0X") {
+		return 0, bad
+	}
+	n, err := strconv.ParseUint(v[2:], 16, 16)
+	if err != nil || n == 0 {
+		return 0, bad
+	}
+	if msg, fix := raw.EtherTypeProblem(uint16(n)); msg != "" {
+		return 0, cli.Usagef("-Y %s: %s; %s", v, msg, fix)
+	}
+	return uint16(n), nil
 }

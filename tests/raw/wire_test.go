@@ -1,0 +1,163 @@
+package raw_test
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rperf/rperf/internal/testsupport/netns"
+	"github.com/rperf/rperf/internal/testsupport/tshark"
+	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/raw"
+	"github.com/rperf/rperf/tests/session"
+	"github.com/rperf/rperf/verbsio"
+)
+
+// sniffer copies every frame that reaches h's link, as it was on the
+// wire (a tag the kernel stripped put back), through a sniffer rule on a
+// raw QP of its own; frames returns what it has after the run.
+type sniffer struct {
+	dev  *verbsio.Context
+	cq   *verbsio.CQ
+	buf  []byte
+	slot int
+}
+
+const sniffSlot = 2048
+
+func sniff(t *testing.T, h netns.Host, n int) *sniffer {
+	t.Helper()
+	s := &sniffer{slot: sniffSlot}
+	if err := h.Run(func() (err error) { s.dev, err = verbsio.Open("raw_" + h.Link); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.dev.Close() })
+	pd, err := s.dev.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.cq, err = s.dev.CreateCQ(n + 1); err != nil {
+		t.Fatal(err)
+	}
+	qp, err := pd.CreateQP(verbsio.QPInitAttr{Type: verbsio.QPTypeRawPacket, SendCQ: s.cq, RecvCQ: s.cq,
+		Cap: verbsio.QPCap{MaxSendWR: 1, MaxRecvWR: n, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := qp.Connect(verbsio.Endpoint{}, verbsio.Endpoint{}, verbsio.ConnectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if s.buf, err = s.dev.Alloc(n * s.slot); err != nil {
+		t.Fatal(err)
+	}
+	mr, err := pd.RegMR(s.buf, verbsio.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrs := make([]verbsio.RecvWR, n)
+	for i := range wrs {
+		wrs[i] = verbsio.RecvWR{ID: uint64(i), SGL: []verbsio.SGE{mr.SGE(i*s.slot, s.slot)}}
+	}
+	if k, err := qp.PostRecv(wrs); err != nil || k != n {
+		t.Fatalf("post %d receives: %d, %v", n, k, err)
+	}
+	if _, err := qp.CreateFlow(verbsio.FlowAttr{Type: verbsio.FlowSniffer, Port: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// frames polls what arrived, until want frames of size bytes came or a
+// bounded wait ends, and returns the frames of that size in order.
+func (s *sniffer) frames(want, size int) [][]byte {
+	var out [][]byte
+	wcs := make([]verbsio.WC, 64)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(out) < want && time.Now().Before(deadline) {
+		k, _ := s.cq.Poll(wcs)
+		for _, wc := range wcs[:k] {
+			if wc.Status == verbsio.StatusSuccess && int(wc.ByteLen) == size {
+				out = append(out, s.buf[int(wc.ID)*s.slot:][:wc.ByteLen])
+			}
+		}
+		if k == 0 {
+			s.cq.Wait(10 * time.Millisecond)
+		}
+	}
+	return out
+}
+
+// TestRawWireFrames runs raw-bw and raw-lat with perftest's frame
+// options that concern the wire and checks the frames a sniffer on the
+// server's link saw with tshark: --vlan_pcp 8 (priorities 1, 2, ..., 7,
+// 0, 1, ... in the order the frames are sent, on both sides of raw-lat)
+// and -Y (the EtherType replaced; the server's rule matches it and
+// still takes every frame).
+func TestRawWireFrames(t *testing.T) {
+	tshark.Skip(t)
+	const n, size = 24, 128
+	for _, tc := range []struct {
+		name      string
+		test      session.Test
+		vlan      bool
+		pcp       uint8
+		etherType uint16
+		want      func(i int) []string // tshark's vlan.priority, eth.type of the i-th frame from the client
+	}{
+		{"bw pcp rotate", session.RawBW, true, raw.VLANPCPRotate, 0,
+			func(i int) []string { return []string{strconv.Itoa((i + 1) & 7), "0x0800"} }},
+		{"lat pcp rotate", session.RawLat, true, raw.VLANPCPRotate, 0,
+			func(i int) []string { return []string{strconv.Itoa((i + 1) & 7), "0x0800"} }},
+		{"bw pcp 5", session.RawBW, true, 5, 0, func(int) []string { return []string{"5", "0x0800"} }},
+		{"bw ethertype", session.RawBW, false, 0, 0x88b5, func(int) []string { return []string{"", "0x88b5"} }},
+		{"lat ethertype", session.RawLat, false, 0, 0x88b5, func(int) []string { return []string{"", "0x88b5"} }},
+		{"bw ethertype vlan", session.RawBW, true, 3, 0x88b6, func(int) []string { return []string{"3", "0x88b6"} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s *sniffer
+			client, server := pairOver(t, netns.Options{}, tc.test, func(c *raw.Config) {
+				c.Sizes, c.Iterations, c.Warmup, c.RxDepth = []int{size}, n, 0, 512
+				c.Frame.VLAN, c.Frame.VLANPCP, c.Frame.EtherType = tc.vlan, tc.pcp, tc.etherType
+			}, func(p *netns.Pair) { s = sniff(t, p.B, 4*n) })
+			checkRan(t, tc.test, client, server, n)
+			wire := s.frames(n, size)
+			if tc.test == session.RawLat {
+				// B's link sees the pings and, leaving, the pongs: the
+				// sniffer's copies of frames this host sends are not
+				// taken (PACKET_IGNORE_OUTGOING), so these are the pings.
+				wire = wire[:min(len(wire), n)]
+			}
+			if len(wire) != n {
+				t.Fatalf("the sniffer saw %d of the client's %d frames", len(wire), n)
+			}
+			rows := tshark.Fields(t, wire, "vlan.priority", "eth.type", "vlan.etype")
+			for i, r := range rows {
+				want := tc.want(i)
+				etype := r[1]
+				if tc.vlan {
+					etype = r[2] // behind the tag
+				}
+				if r[0] != want[0] || etype != want[1] {
+					t.Errorf("frame %d: priority %q, EtherType %q; want %q, %q", i, r[0], etype, want[0], want[1])
+				}
+			}
+		})
+	}
+}
+
+// checkRan checks that a run moved n frames: raw-bw's server received
+// every one, raw-lat's client measured n round trips.
+func checkRan(t *testing.T, test session.Test, client, server []reports.Result, n int) {
+	t.Helper()
+	var err error
+	switch {
+	case test == session.RawLat && (len(client) != 1 || client[0].Samples != int64(n)):
+		err = fmt.Errorf("client %+v", client)
+	case test == session.RawBW && (len(server) != 1 || server[0].Iterations != int64(n)):
+		err = fmt.Errorf("server %+v", server)
+	}
+	if err != nil {
+		t.Fatalf("%s did not move its %d frames: %v", test, n, err)
+	}
+}
