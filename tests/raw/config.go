@@ -48,6 +48,12 @@ type Config struct {
 	// BurstSize (raw-burst-lat) is how many frames the client posts at
 	// once (perftest --burst_size); 0 means TxDepth.
 	BurstSize int
+	// ReplyEvery (raw-burst-lat, perftest --reply_every) is how many of
+	// the client's frames the server takes per pong: it answers the
+	// N-th, 2N-th, ... frame, and the client's samples are those frames'
+	// round trips, from the post of the frame that asked to the pong's
+	// arrival. Both sides must be given the same; 0 means 1.
+	ReplyEvery int
 	// RateMbps paces the client's frames to this rate, in Mb/s of
 	// frames: raw-burst-lat spaces its bursts in software, or with
 	// HWPacing (perftest --rate_limit_type PP) sets the rate as the QP's
@@ -139,6 +145,12 @@ func (c *Config) Check() error {
 	if c.RecvSize != 0 && c.RecvSize < c.MaxSize() {
 		ps.AddField(session.NewFieldError("RecvSize", c.RecvSize, "receive buffers smaller than the largest frame (%d bytes)", c.MaxSize()))
 	}
+	if c.ReplyEvery < 0 || c.ReplyEvery > c.Warmup+c.Iterations && c.Iterations >= session.MinIterations {
+		ps.AddField(session.NewFieldError("ReplyEvery", c.ReplyEvery, "a pong every 1 to {Iterations=} frames (0: every frame)").WithValue("Iterations", c.Warmup+c.Iterations))
+	}
+	if c.ReplyEvery > 1 && c.Test != session.RawBurstLat {
+		ps.AddField(session.NewFieldError("ReplyEvery", c.ReplyEvery, "only raw-burst-lat's server answers every N frames"))
+	}
 	if c.BurstSize < 0 || c.BurstSize > c.TxDepth {
 		ps.AddField(session.NewFieldError("BurstSize", c.BurstSize, "a burst is 1 to {TxDepth=} frames (0: the tx depth)").WithValue("TxDepth", c.TxDepth))
 	}
@@ -190,6 +202,9 @@ const (
 	MaxFrame = 9600 // perftest's RawEth MTU limit
 	MaxFlows = 1024
 )
+
+// replyEvery is ReplyEvery with its default.
+func (c *Config) replyEvery() int { return max(c.ReplyEvery, 1) }
 
 func (c *Config) stall() time.Duration { return c.Link.Stall() }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rperf/rperf/internal/clock"
 	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 
@@ -76,6 +77,14 @@ func (r *runner) bwServer(ctx context.Context, size int) ([]reports.Result, erro
 	c := r.c
 	expected := c.Warmup + c.Iterations
 	got, measured, others := 0, 0, 0
+	// raw-burst-lat's server answers every ReplyEvery-th frame.
+	every, owed, outstanding := 0, 0, 0
+	if c.Test == session.RawBurstLat {
+		every = c.replyEvery()
+		if err := r.buildFrames(size, c.Frame); err != nil {
+			return nil, err
+		}
+	}
 	var first, last int64
 	var w waiter
 	w.begin(ctx, fmt.Sprintf("waiting for the first %d-byte frame", size), c.firstWait())
@@ -102,6 +111,10 @@ loop:
 			if wc.Status != verbsio.StatusSuccess {
 				return nil, wcError("a receive", wc)
 			}
+			if wc.Opcode == verbsio.WCSend {
+				outstanding-- // a pong left
+				continue
+			}
 			if _, err := r.qp.PostRecv(r.recv[wc.ID : wc.ID+1]); err != nil {
 				return nil, fmt.Errorf("raw test: repost a receive: %w", err)
 			}
@@ -113,6 +126,9 @@ loop:
 				continue
 			}
 			got++
+			if every > 0 && got%every == 0 {
+				owed++
+			}
 			at := now
 			if r.clockKHz != 0 {
 				ns, _ := verbsio.TimestampClock(wc.Timestamp, r.clockKHz)
@@ -128,8 +144,28 @@ loop:
 			}
 		}
 		w.progress(now)
+		if owed, outstanding, err = r.pongs(owed, outstanding); err != nil {
+			return nil, err
+		}
 		if other {
 			break loop
+		}
+	}
+	w.begin(ctx, "waiting for the last pongs' completions", c.stall())
+	for owed > 0 || outstanding > 0 {
+		k, err := r.poll(&w, len(r.wcs))
+		if err != nil {
+			return nil, err
+		}
+		for i := range r.wcs[:k] {
+			if r.wcs[i].Opcode == verbsio.WCSend {
+				outstanding--
+			} else if _, err := r.qp.PostRecv(r.recv[r.wcs[i].ID : r.wcs[i].ID+1]); err != nil {
+				return nil, fmt.Errorf("raw test: repost a receive: %w", err)
+			}
+		}
+		if owed, outstanding, err = r.pongs(owed, outstanding); err != nil {
+			return nil, err
 		}
 	}
 	if measured < 2 {
@@ -294,11 +330,24 @@ func (r *runner) latServer(ctx context.Context, size int) error {
 	return nil
 }
 
+// pongs posts the burst-lat pongs owed, as many as the send queue has
+// room for, and returns how many are still owed and outstanding.
+func (r *runner) pongs(owed, outstanding int) (int, int, error) {
+	for ; owed > 0 && outstanding < r.c.TxDepth; owed, outstanding = owed-1, outstanding+1 {
+		if _, err := r.qp.PostSend(r.next(0)); err != nil {
+			return 0, 0, fmt.Errorf("raw test: post a pong: %w", err)
+		}
+	}
+	return owed, outstanding, nil
+}
+
 // burstClient is raw-burst-lat's client (perftest's LAT_BY_BW): it posts
 // Warmup then Iterations frames of size bytes in bursts of BurstSize,
-// each burst once the previous one completed and, with a software rate,
-// no earlier than the rate allows; every frame is signaled and its
-// sample is its completion's poll time less its post time.
+// each burst once the previous one's sends completed and, with a
+// software rate, no earlier than the rate allows. The server answers
+// every ReplyEvery-th frame with a pong; each sample is a pong's arrival
+// (when a poll found it) less the post of the frame that asked for it, a
+// round trip under the burst load, halved as perftest does.
 func (r *runner) burstClient(ctx context.Context, size int) ([]reports.Result, error) {
 	c := r.c
 	if err := r.buildFrames(size, c.Frame); err != nil {
@@ -313,26 +362,66 @@ func (r *runner) burstClient(ctx context.Context, size int) ([]reports.Result, e
 	if c.RateMbps > 0 && !c.HWPacing {
 		gap = int64(float64(burst*size*8) * 1e3 / c.RateMbps)
 	}
-	rec, err := reports.NewRecorder(reports.RecorderOptions{Expected: c.Iterations})
+	every := c.replyEvery()
+	total := c.Warmup + c.Iterations
+	asked := make([]int64, total/every) // the post times of the frames that ask for a pong
+	rec, err := reports.NewRecorder(reports.RecorderOptions{Expected: len(asked)})
 	if err != nil {
 		return nil, err
 	}
-	posted := make([]int64, burst)
-	total := c.Warmup + c.Iterations
+	pongs := 0
+	// take handles a batch of completions: sends count toward the burst,
+	// pongs become samples.
+	take := func(n int, now int64, sent int) (int, error) {
+		done := 0
+		for i := range r.wcs[:n] {
+			wc := &r.wcs[i]
+			if wc.Status != verbsio.StatusSuccess {
+				return 0, wcError(fmt.Sprintf("frame %d", sent), wc)
+			}
+			if wc.Opcode == verbsio.WCSend {
+				done++
+				continue
+			}
+			if _, err := r.qp.PostRecv(r.recv[wc.ID : wc.ID+1]); err != nil {
+				return 0, fmt.Errorf("raw test: repost a receive: %w", err)
+			}
+			if int(wc.ByteLen) != size || pongs == len(asked) {
+				continue // a stray frame the rule let in
+			}
+			if (pongs+1)*every > c.Warmup { // the frame that asked was measured
+				rec.Record(now - asked[pongs])
+			}
+			pongs++
+		}
+		return done, nil
+	}
 	var w waiter
 	next := clock.Now()
 	for sent, flow, fb := 0, 0, 0; sent < total; {
+		// Until the next burst is due, pongs are taken as they come (as
+		// perftest polls through its gap), so that their time is theirs.
 		for gap > 0 && clock.Now() < next {
 			if err := ctx.Err(); err != nil {
 				return nil, err
+			}
+			if n, err := r.cq.Poll(r.wcs); err != nil {
+				return nil, fmt.Errorf("raw test: poll: %w", err)
+			} else if n > 0 {
+				if _, err := take(n, clock.Now(), sent); err != nil {
+					return nil, err
+				}
 			}
 		}
 		next += gap
 		k := min(burst, total-sent)
 		for i := range k {
-			posted[i] = clock.Now()
+			t := clock.Now()
 			if _, err := r.qp.PostSend(r.next(flow)); err != nil {
 				return nil, fmt.Errorf("raw test: post frame %d: %w", sent+i, err)
+			}
+			if (sent+i+1)%every == 0 {
+				asked[(sent+i+1)/every-1] = t
 			}
 			if fb++; fb == c.FlowsBurst {
 				fb, flow = 0, (flow+1)%r.flows()
@@ -340,28 +429,41 @@ func (r *runner) burstClient(ctx context.Context, size int) ([]reports.Result, e
 		}
 		w.begin(ctx, "waiting for send completions", c.stall())
 		for done := 0; done < k; {
-			n, err := r.poll(&w, min(len(r.wcs), k-done))
+			n, err := r.poll(&w, len(r.wcs))
 			if err != nil {
 				return nil, err
 			}
 			if n == 0 {
 				continue
 			}
-			now := clock.Now()
-			for i := range r.wcs[:n] {
-				if wc := &r.wcs[i]; wc.Status != verbsio.StatusSuccess {
-					return nil, wcError(fmt.Sprintf("frame %d", sent+done), wc)
-				}
-				if sent+done >= c.Warmup {
-					rec.Record(now - posted[done])
-				}
-				done++
+			d, err := take(n, clock.Now(), sent+done)
+			if err != nil {
+				return nil, err
 			}
+			done += d
 		}
 		sent += k
 	}
+	w.begin(ctx, "waiting for the pongs", c.stall())
+	for pongs < len(asked) {
+		n, err := r.poll(&w, len(r.wcs))
+		if err != nil {
+			var stall *stallError
+			if errors.As(err, &stall) {
+				return nil, fmt.Errorf("raw test: %d of %d pongs came, then none for %v: the rest were lost (run the server with a larger -r, or send smaller bursts); are both sides given the same --reply_every?",
+					pongs, len(asked), stall.limit)
+			}
+			return nil, err
+		}
+		if n > 0 {
+			if _, err := take(n, clock.Now(), total); err != nil {
+				return nil, err
+			}
+			w.progress(clock.Now())
+		}
+	}
 	res, err := reports.NewLatencyResult(reports.LatencySpec{Test: c.Test.Name(), Bytes: int64(size), Iterations: int64(c.Iterations),
-		Mode: reports.ModeIterations, RTTFactor: reports.RTTFactorOneSided, Percentiles: c.Percentiles}, rec)
+		Mode: reports.ModeIterations, RTTFactor: reports.RTTFactorRoundTrip, Percentiles: c.Percentiles}, rec)
 	if err != nil {
 		return nil, err
 	}

@@ -216,9 +216,10 @@ func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 		r.recv[i] = verbsio.RecvWR{ID: uint64(i), SGL: r.rsgl[i : i+1]}
 	}
 	r.wcs = make([]verbsio.WC, 64)
-	// The bw client receives nothing; every other side gets its frames
+	// The bw client receives nothing; every other side (the burst-lat
+	// client: the pongs) gets its frames
 	// by a rule on its MAC and port(s).
-	if c.Server || c.Test == session.RawLat {
+	if c.Server || c.Test == session.RawLat || c.Test == session.RawBurstLat {
 		if r.flow, err = r.qp.CreateFlow(r.rule()); err != nil {
 			return nil, fmt.Errorf("raw test: steer the peer's frames to this QP: %w", err)
 		}

@@ -16,7 +16,8 @@ import (
 
 // sniffer copies every frame that reaches h's link, as it was on the
 // wire (a tag the kernel stripped put back), through a sniffer rule on a
-// raw QP of its own; frames returns what it has after the run.
+// raw QP of its own, driven by the context's background progress;
+// frames returns what it has after the run.
 type sniffer struct {
 	dev  *verbsio.Context
 	cq   *verbsio.CQ
@@ -65,15 +66,18 @@ func sniff(t *testing.T, h netns.Host, n int) *sniffer {
 	if _, err := qp.CreateFlow(verbsio.FlowAttr{Type: verbsio.FlowSniffer, Port: 1}); err != nil {
 		t.Fatal(err)
 	}
+	// The engine receives when polled: background progress keeps the
+	// kernel's ring from overflowing while the test's sides run.
+	t.Cleanup(s.dev.StartProgress())
 	return s
 }
 
-// frames polls what arrived, until want frames of size bytes came or a
-// bounded wait ends, and returns the frames of that size in order.
-func (s *sniffer) frames(want, size int) [][]byte {
+// frames polls what arrived, until want frames of size bytes came or
+// wait passed, and returns the frames of that size in order.
+func (s *sniffer) frames(want, size int, wait time.Duration) [][]byte {
 	var out [][]byte
 	wcs := make([]verbsio.WC, 64)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(wait)
 	for len(out) < want && time.Now().Before(deadline) {
 		k, _ := s.cq.Poll(wcs)
 		for _, wc := range wcs[:k] {
@@ -121,7 +125,7 @@ func TestRawWireFrames(t *testing.T) {
 				c.Frame.VLAN, c.Frame.VLANPCP, c.Frame.EtherType = tc.vlan, tc.pcp, tc.etherType
 			}, func(p *netns.Pair) { s = sniff(t, p.B, 4*n) })
 			checkRan(t, tc.test, client, server, n)
-			wire := s.frames(n, size)
+			wire := s.frames(n, size, 10*time.Second)
 			if tc.test == session.RawLat {
 				// B's link sees the pings and, leaving, the pongs: the
 				// sniffer's copies of frames this host sends are not

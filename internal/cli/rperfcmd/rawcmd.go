@@ -66,6 +66,7 @@ type rawOptions struct {
 	timeout     time.Duration
 	gbits       bool
 	burstSize   int
+	replyEvery  int
 	rateLimit   float64
 	rateUnits   string
 	rateType    string
@@ -91,7 +92,7 @@ func (o *rawOptions) latTable() bool {
 var rawFlagFields = map[string]string{
 	"Sizes": "size", "Iterations": "iters", "TxDepth": "tx-depth", "RxDepth": "rx-depth", "Warmup": "warmup",
 	"DstMAC": "dest_mac", "Flows": "flows", "FlowsBurst": "flows_burst", "VLANPCP": "vlan_pcp", "EtherType": "ethertype",
-	"CompletionTimestamps": "completion-timestamps", "Percentiles": "percentiles", "BurstSize": "burst_size",
+	"CompletionTimestamps": "completion-timestamps", "Percentiles": "percentiles", "BurstSize": "burst_size", "ReplyEvery": "reply_every",
 	"RateMbps": "rate_limit", "HWPacing": "rate_limit_type", "Multicast": "raw_mcast",
 }
 
@@ -171,6 +172,7 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	if t == session.RawBurstLat {
 		fs.StringVar(&o.percentiles, "percentiles", "", "percentiles of the true statistics (default 50,90,99,99.9,99.99)")
 		fs.IntVar(&o.burstSize, "burst_size", 0, "frames posted at once (default: the tx depth)")
+		fs.IntVar(&o.replyEvery, "reply_every", 1, "the server answers every N-th frame with a pong, which the client times (both sides)")
 	}
 	if t != session.RawLat {
 		def := map[bool]string{true: "SW", false: "PP"}[t == session.RawBurstLat]
@@ -222,6 +224,8 @@ func (o *rawOptions) validate() error {
 		return cli.Usagef("--sniffer and --promiscuous choose the server's rule: add --server (-Z)")
 	case o.fs.Changed("vlan_pcp") && !o.vlan:
 		return cli.Usagef("--vlan_pcp is the tag's priority: add --vlan_en")
+	case o.test == session.RawBurstLat && o.replyEvery < 1:
+		return cli.Usagef("--reply_every %d: the server answers every N-th frame, N at least 1", o.replyEvery)
 	case o.vlanPCP < 0 || o.vlanPCP > raw.VLANPCPRotate:
 		return cli.Usagef("--vlan_pcp %d: a VLAN priority is 0 to 7, or 8 for another per frame", o.vlanPCP)
 	}
@@ -318,6 +322,7 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 	c.Server = o.server
 	c.Flows, c.FlowsBurst = o.flows, o.flowsBurst
 	c.CompletionTimestamps, c.Percentiles = o.timestamps, o.pcts
+	c.ReplyEvery = o.replyEvery
 	if o.test != session.RawLat && !o.server {
 		c.BurstSize, c.RateMbps, c.HWPacing = o.burstSize, o.mbps, o.rateType == "PP" && o.mbps > 0
 		c.TypicalPktSize = o.typicalPkt
@@ -528,7 +533,7 @@ func (p *rawPrinter) ready(in raw.Info) {
 			rate = fmt.Sprintf("%g Mb/s (%s)", o.mbps, map[string]string{"SW": "bursts spaced in software", "PP": "the QP's packet pacing"}[o.rateType])
 		}
 		p.pair("Burst size", strconv.Itoa(burst), "Rate limit", rate)
-		p.printf(" Latency of each frame: its send completion's poll time less its post time\n")
+		p.printf(" Latency: a pong's arrival less the post of the frame that asked for it (every %d frames), halved\n", o.replyEvery)
 	}
 	if o.test == session.RawBW && !o.server && o.mbps > 0 {
 		p.one("Rate limit", fmt.Sprintf("%g Mb/s (the QP's packet pacing)", o.mbps))
