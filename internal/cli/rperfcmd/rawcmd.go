@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -465,6 +466,13 @@ func (o *rawOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	p := &rawPrinter{errPrinter: errPrinter{w: out}, o: o, clk: env.Clock}
 	c.OnResult = p.row
+	if o.test == session.RawBW && !o.server && o.mbps > 0 {
+		// The sender's own waits for a CPU explain a rate that falls
+		// short: keep it on one thread, whose waits the kernel counts.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		c.OnProgress = p.start
+	}
 	results, err := raw.Run(ctx, dev, &c, p.ready)
 	if err != nil {
 		return runError(err)
@@ -502,6 +510,45 @@ type rawPrinter struct {
 	o       *rawOptions
 	clk     clock.Info
 	tsBlock bool
+	// A paced raw-bw client's size: when it started, and the sending
+	// thread's CPU wait then (cpuWait), to say why a rate fell short.
+	sizeStart time.Time
+	waitStart time.Duration
+	waitOK    bool
+}
+
+// paceTolerance is how far, in percent, a paced raw-bw client's achieved
+// rate may be from the request before its report explains the shortfall
+// (issue 11's goal: under 1%).
+const paceTolerance = 1.0
+
+// start records a size's start (Config.OnProgress).
+func (p *rawPrinter) start(session.Progress) {
+	p.sizeStart = time.Now()
+	p.waitStart, p.waitOK = cpuWait()
+}
+
+// pacing is a paced raw-bw client's line under a result: the requested
+// and achieved rates, and, when they differ by more than paceTolerance,
+// how long this process waited for a CPU during the size's run: the
+// engine paces when it runs, and keeps no credit beyond one burst for a
+// sender that was descheduled.
+func (p *rawPrinter) pacing(r reports.Result) {
+	req := p.o.mbps
+	got := r.MsgRateMpps * float64(r.Bytes) * 8
+	e := reports.ErrorPct(req, got)
+	p.printf(" pacing: requested %g Mb/s, achieved %.3f Mb/s (%+.2f%%)\n", req, got, e)
+	if e >= -paceTolerance && e <= paceTolerance {
+		return
+	}
+	el := time.Since(p.sizeStart)
+	if w, ok := cpuWait(); ok && p.waitOK {
+		p.printf(" the rate is %.1f%% off: the sending thread waited %v for a CPU during the %v run (other work on this machine's CPUs);\n"+
+			" the engine paces when its sender runs and keeps no credit beyond one burst for a late sender (uptime shows the load)\n",
+			-e, (w - p.waitStart).Round(time.Millisecond), el.Round(time.Millisecond))
+	} else {
+		p.printf(" the rate is %.1f%% off: the engine paces when its sender runs, and a descheduled sender sends late\n", -e)
+	}
 }
 
 func (p *rawPrinter) ready(in raw.Info) {
@@ -557,6 +604,9 @@ func (p *rawPrinter) row(r reports.Result) {
 		p.err = table.WriteBandwidthRow(p.w, r, p.o.gbits)
 		if p.err == nil && r.Bandwidth.LostMessages > 0 {
 			p.printf(" %d frames of %d bytes lost (sent, never delivered to this QP)\n", r.Bandwidth.LostMessages, r.Bytes)
+		}
+		if p.err == nil && p.o.test == session.RawBW && !p.o.server && p.o.mbps > 0 {
+			p.pacing(r)
 		}
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -221,6 +223,29 @@ func TestRawBWCommand(t *testing.T) {
 	if d.Env.Fabric != "raw" || d.Env.Extra["role"] != "client" || d.Env.EngineCounters["tx_frames"] != 3000 {
 		t.Errorf("client document env: fabric %q, extra %v, tx_frames %d", d.Env.Fabric, d.Env.Extra, d.Env.EngineCounters["tx_frames"])
 	}
+}
+
+// TestRawBWPacedCommand: a paced raw-bw client prints the requested and
+// achieved rates and, when they differ by more than 1%, how far and why
+// (the sending thread's waits for a CPU); the pacer never runs ahead.
+func TestRawBWPacedCommand(t *testing.T) {
+	s := newRawSides(t)
+	_, cli := s.run(t, "raw-bw", []string{"-n", "400", "-r", "4096", "-s", "1514"},
+		[]string{"-n", "400", "-s", "1514", "--rate_limit", "10", "--rate_units", "M"})
+	m := regexp.MustCompile(`pacing: requested 10 Mb/s, achieved ([0-9.]+) Mb/s \(([-+][0-9.]+)%\)`).FindStringSubmatch(cli)
+	if m == nil {
+		t.Fatalf("no pacing line:\n%s", cli)
+	}
+	got, _ := strconv.ParseFloat(m[1], 64)
+	e, _ := strconv.ParseFloat(m[2], 64)
+	explained := strings.Contains(cli, "the rate is") && strings.Contains(cli, "waited")
+	switch {
+	case got > 10*1.03:
+		t.Errorf("achieved %.3f Mb/s of 10: the pacer ran ahead", got)
+	case (e < -1 || e > 1) != explained:
+		t.Errorf("error %+.2f%%, explanation printed: %v:\n%s", e, explained, cli)
+	}
+	t.Logf("10 Mb/s paced: achieved %.3f Mb/s (%+.2f%%)", got, e)
 }
 
 func TestRawLatCommand(t *testing.T) {
