@@ -2,6 +2,7 @@ package soft_test
 
 import (
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -181,7 +182,8 @@ func BenchmarkRawSend64(b *testing.B) {
 
 // BenchmarkRawPingPong64 is a 64-byte round trip A -> B -> A between two
 // RAW_PACKET QPs (B echoes from a goroutine) against the same round trip
-// between plain packet sockets (write(2) and busy read(2)).
+// between plain packet sockets (write(2) and blocking read(2)): the
+// rounds' means (x-afpacket) and the median round trips (p50-x-afpacket).
 func BenchmarkRawPingPong64(b *testing.B) {
 	const rtts = 100
 	w := newRawWire(b, netns.Options{}, verbsio.OpenOptions{}, 0)
@@ -198,6 +200,10 @@ func BenchmarkRawPingPong64(b *testing.B) {
 	const slot = 2048
 	w.a.postRecvs(b, qa, slot, 256, slot)
 	w.b.postRecvs(b, qb, slot, 256, slot)
+
+	// Every round trip's time, path and reference, for the medians.
+	pathRTT := make([]time.Duration, 0, max(b.N, 8*rtts)+2*rtts)
+	refRTT := make([]time.Duration, 0, max(b.N, 8*rtts)+2*rtts)
 
 	// echo answers n frames on B's QP, reposting each receive.
 	echo := func(n int, done chan<- error) {
@@ -242,6 +248,7 @@ func BenchmarkRawPingPong64(b *testing.B) {
 			SGL: []verbsio.SGE{w.a.mr.SGE(0, len(toB))}}}
 		rwr := []verbsio.RecvWR{{SGL: make([]verbsio.SGE, 1)}}
 		for i := 0; i < rtts; i++ {
+			t0 := time.Now()
 			if _, err := qa.PostSend(wr); err != nil {
 				b.Fatal(err)
 			}
@@ -265,6 +272,7 @@ func BenchmarkRawPingPong64(b *testing.B) {
 					idle(w.a.cq)
 				}
 			}
+			pathRTT = append(pathRTT, time.Since(t0))
 		}
 		if err := <-done; err != nil {
 			b.Fatal(err)
@@ -287,14 +295,25 @@ func BenchmarkRawPingPong64(b *testing.B) {
 		}()
 		buf := make([]byte, 2048)
 		for range rtts {
+			t0 := time.Now()
 			sendFrame(b, refA, refToB)
 			recvFrame(b, refA, buf)
+			refRTT = append(refRTT, time.Since(t0))
 		}
 		<-done
 	}
 	path()
 	reference()
+	pathRTT, refRTT = pathRTT[:0], refRTT[:0]
 	alternateAs(b, rtts, reference, path, "rtt", "afpacket")
+	// The rounds' means carry this machine's tails; the median round
+	// trip says what a typical one costs.
+	slices.Sort(pathRTT)
+	slices.Sort(refRTT)
+	p50, r50 := pathRTT[len(pathRTT)/2], refRTT[len(refRTT)/2]
+	b.ReportMetric(float64(p50.Nanoseconds()), "p50-ns/rtt")
+	b.ReportMetric(float64(r50.Nanoseconds()), "afpacket-p50-ns/rtt")
+	b.ReportMetric(float64(r50)/float64(p50), "p50-x-afpacket")
 }
 
 // idle is a poll loop's empty turn: sleep in the CQ's wait (the engine's
