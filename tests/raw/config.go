@@ -48,6 +48,11 @@ type Config struct {
 	// BurstSize (raw-burst-lat) is how many frames the client posts at
 	// once (perftest --burst_size); 0 means TxDepth.
 	BurstSize int
+	// MacFwd (raw-bw's server, perftest --mac_fwd) sends every frame of
+	// the test's size it receives back out, from the receive buffer, its
+	// MAC addresses swapped; the receive is posted again once that send
+	// completed.
+	MacFwd bool
 	// ReplyEvery (raw-burst-lat, perftest --reply_every) is how many of
 	// the client's frames the server takes per pong: it answers the
 	// N-th, 2N-th, ... frame, and the client's samples are those frames'
@@ -147,6 +152,9 @@ func (c *Config) Check() error {
 	}
 	if c.ReplyEvery < 0 || c.ReplyEvery > c.Warmup+c.Iterations && c.Iterations >= session.MinIterations {
 		ps.AddField(session.NewFieldError("ReplyEvery", c.ReplyEvery, "a pong every 1 to {Iterations=} frames (0: every frame)").WithValue("Iterations", c.Warmup+c.Iterations))
+	}
+	if c.MacFwd && (c.Test != session.RawBW || !c.Server) {
+		ps.AddField(session.NewFieldError("MacFwd", c.MacFwd, "only raw-bw's server forwards the frames it receives"))
 	}
 	if c.ReplyEvery > 1 && c.Test != session.RawBurstLat {
 		ps.AddField(session.NewFieldError("ReplyEvery", c.ReplyEvery, "only raw-burst-lat's server answers every N frames"))

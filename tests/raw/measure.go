@@ -112,13 +112,21 @@ loop:
 				return nil, wcError("a receive", wc)
 			}
 			if wc.Opcode == verbsio.WCSend {
-				outstanding-- // a pong left
+				outstanding-- // a pong or a forwarded frame left
+				if c.MacFwd {
+					if err := r.repost(wc.ID); err != nil {
+						return nil, err
+					}
+				}
 				continue
 			}
-			if _, err := r.qp.PostRecv(r.recv[wc.ID : wc.ID+1]); err != nil {
-				return nil, fmt.Errorf("raw test: repost a receive: %w", err)
+			n := int(wc.ByteLen)
+			if c.MacFwd && n == size {
+				r.forward(int(wc.ID), n) // reposted when its send completes
+			} else if err := r.repost(wc.ID); err != nil {
+				return nil, err
 			}
-			if n := int(wc.ByteLen); n != size {
+			if n != size {
 				// A frame of one of the test's later sizes: the client
 				// went on; anything else is a stray (a sniffer's).
 				other = other || got > 0 && slices.Contains(c.Sizes, n)
@@ -147,12 +155,15 @@ loop:
 		if owed, outstanding, err = r.pongs(owed, outstanding); err != nil {
 			return nil, err
 		}
+		if outstanding, err = r.forwardHeld(outstanding); err != nil {
+			return nil, err
+		}
 		if other {
 			break loop
 		}
 	}
-	w.begin(ctx, "waiting for the last pongs' completions", c.stall())
-	for owed > 0 || outstanding > 0 {
+	w.begin(ctx, "waiting for the last sends' completions", c.stall())
+	for owed > 0 || outstanding > 0 || len(r.held) > 0 {
 		k, err := r.poll(&w, len(r.wcs))
 		if err != nil {
 			return nil, err
@@ -160,11 +171,18 @@ loop:
 		for i := range r.wcs[:k] {
 			if r.wcs[i].Opcode == verbsio.WCSend {
 				outstanding--
-			} else if _, err := r.qp.PostRecv(r.recv[r.wcs[i].ID : r.wcs[i].ID+1]); err != nil {
-				return nil, fmt.Errorf("raw test: repost a receive: %w", err)
+				if !c.MacFwd {
+					continue
+				}
+			}
+			if err := r.repost(r.wcs[i].ID); err != nil {
+				return nil, err
 			}
 		}
 		if owed, outstanding, err = r.pongs(owed, outstanding); err != nil {
+			return nil, err
+		}
+		if outstanding, err = r.forwardHeld(outstanding); err != nil {
 			return nil, err
 		}
 	}
@@ -328,6 +346,41 @@ func (r *runner) latServer(ctx context.Context, size int) error {
 		}
 	}
 	return nil
+}
+
+// repost posts receive slot id again.
+func (r *runner) repost(id uint64) error {
+	if _, err := r.qp.PostRecv(r.recv[id : id+1]); err != nil {
+		return fmt.Errorf("raw test: repost a receive: %w", err)
+	}
+	return nil
+}
+
+// forward swaps the MAC addresses of the n-byte frame in receive slot
+// and holds the slot for forwardHeld (MacFwd).
+func (r *runner) forward(slot, n int) {
+	b := r.buf[r.recvOff+slot*r.slot:][:n]
+	var mac [6]byte
+	copy(mac[:], b[0:6])
+	copy(b[0:6], b[6:12])
+	copy(b[6:12], mac[:])
+	r.fsgl[slot].Length = uint32(n)
+	r.held = append(r.held, slot)
+}
+
+// forwardHeld sends the held frames back out, as many as the send queue
+// has room for, and returns the sends outstanding.
+func (r *runner) forwardHeld(outstanding int) (int, error) {
+	k := 0
+	for ; k < len(r.held) && outstanding < r.c.TxDepth; k, outstanding = k+1, outstanding+1 {
+		slot := r.held[k]
+		if _, err := r.qp.PostSend(r.fwd[slot : slot+1]); err != nil {
+			return 0, fmt.Errorf("raw test: forward a frame: %w", err)
+		}
+	}
+	n := copy(r.held, r.held[k:])
+	r.held = r.held[:n]
+	return outstanding, nil
 }
 
 // pongs posts the burst-lat pongs owed, as many as the send queue has

@@ -118,6 +118,10 @@ type runner struct {
 	variants int // frames per flow that differ by their VLAN priority (VLANPCPRotate: 8)
 	sent     int // frames posted, which pick the priority's variant
 
+	fwd  []verbsio.SendWR // MacFwd: a send per receive slot, of that slot's buffer
+	fsgl []verbsio.SGE
+	held []int // MacFwd: slots received and waiting for room in the send queue
+
 	send []verbsio.SendWR // prebuilt WRs: variants per flow
 	sgl  []verbsio.SGE    // their SGEs
 	recv []verbsio.RecvWR // one prebuilt WR per receive slot
@@ -216,6 +220,15 @@ func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 		r.recv[i] = verbsio.RecvWR{ID: uint64(i), SGL: r.rsgl[i : i+1]}
 	}
 	r.wcs = make([]verbsio.WC, 64)
+	if c.MacFwd {
+		r.fsgl = make([]verbsio.SGE, c.RxDepth)
+		r.fwd = make([]verbsio.SendWR, c.RxDepth)
+		for i := range r.fwd {
+			r.fsgl[i] = r.rsgl[i]
+			r.fwd[i] = verbsio.SendWR{ID: uint64(i), Opcode: verbsio.OpSend, Flags: verbsio.SendSignaled, SGL: r.fsgl[i : i+1]}
+		}
+		r.held = make([]int, 0, c.RxDepth)
+	}
 	// The bw client receives nothing; every other side (the burst-lat
 	// client: the pongs) gets its frames
 	// by a rule on its MAC and port(s).

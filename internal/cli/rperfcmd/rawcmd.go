@@ -68,6 +68,7 @@ type rawOptions struct {
 	gbits       bool
 	burstSize   int
 	replyEvery  int
+	macFwd      bool
 	rateLimit   float64
 	rateUnits   string
 	rateType    string
@@ -93,7 +94,7 @@ func (o *rawOptions) latTable() bool {
 var rawFlagFields = map[string]string{
 	"Sizes": "size", "Iterations": "iters", "TxDepth": "tx-depth", "RxDepth": "rx-depth", "Warmup": "warmup",
 	"DstMAC": "dest_mac", "Flows": "flows", "FlowsBurst": "flows_burst", "VLANPCP": "vlan_pcp", "EtherType": "ethertype",
-	"CompletionTimestamps": "completion-timestamps", "Percentiles": "percentiles", "BurstSize": "burst_size", "ReplyEvery": "reply_every",
+	"CompletionTimestamps": "completion-timestamps", "Percentiles": "percentiles", "BurstSize": "burst_size", "ReplyEvery": "reply_every", "MacFwd": "mac_fwd",
 	"RateMbps": "rate_limit", "HWPacing": "rate_limit_type", "Multicast": "raw_mcast",
 }
 
@@ -169,6 +170,7 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	}
 	if t == session.RawBW {
 		fs.BoolVar(&o.mcast, "raw_mcast", false, "send to the IPv4 multicast group -J at its MAC (no -E); the server takes the group's frames")
+		fs.BoolVarP(&o.macFwd, "mac_fwd", "v", false, "the server sends every frame it receives back out, MAC addresses swapped")
 	}
 	if t == session.RawBurstLat {
 		fs.StringVar(&o.percentiles, "percentiles", "", "percentiles of the true statistics (default 50,90,99,99.9,99.99)")
@@ -225,6 +227,8 @@ func (o *rawOptions) validate() error {
 		return cli.Usagef("--sniffer and --promiscuous choose the server's rule: add --server (-Z)")
 	case o.fs.Changed("vlan_pcp") && !o.vlan:
 		return cli.Usagef("--vlan_pcp is the tag's priority: add --vlan_en")
+	case o.macFwd && !o.server:
+		return cli.Usagef("--mac_fwd makes the server forward what it receives: add --server (-Z)")
 	case o.test == session.RawBurstLat && o.replyEvery < 1:
 		return cli.Usagef("--reply_every %d: the server answers every N-th frame, N at least 1", o.replyEvery)
 	case o.vlanPCP < 0 || o.vlanPCP > raw.VLANPCPRotate:
@@ -323,7 +327,7 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 	c.Server = o.server
 	c.Flows, c.FlowsBurst = o.flows, o.flowsBurst
 	c.CompletionTimestamps, c.Percentiles = o.timestamps, o.pcts
-	c.ReplyEvery = o.replyEvery
+	c.ReplyEvery, c.MacFwd = o.replyEvery, o.macFwd
 	if o.test != session.RawLat && !o.server {
 		c.BurstSize, c.RateMbps, c.HWPacing = o.burstSize, o.mbps, o.rateType == "PP" && o.mbps > 0
 		c.TypicalPktSize = o.typicalPkt
@@ -584,6 +588,9 @@ func (p *rawPrinter) ready(in raw.Info) {
 	}
 	if o.test == session.RawBW && !o.server && o.mbps > 0 {
 		p.one("Rate limit", fmt.Sprintf("%g Mb/s (the QP's packet pacing)", o.mbps))
+	}
+	if o.macFwd {
+		p.printf(" Forwarding: every frame received goes back out, MAC addresses swapped\n")
 	}
 	if err := table.WriteResultLine(p.w); err != nil {
 		p.err = err

@@ -57,6 +57,8 @@ func TestRawFlags(t *testing.T) {
 		{"raw-bw", append(base, "--vlan_pcp", "3"), "--vlan_pcp is the tag's priority: add --vlan_en"},
 		{"raw-burst-lat", append(base, "--reply_every", "0"), "--reply_every 0: the server answers every N-th frame, N at least 1"},
 		{"raw-lat", append(base, "--reply_every", "2"), "unknown flag: --reply_every"},
+		{"raw-bw", append(base, "--mac_fwd"), "--mac_fwd makes the server forward what it receives: add --server (-Z)"},
+		{"raw-lat", append(base, "--mac_fwd"), "unknown flag: --mac_fwd"},
 		{"raw-bw", append(base, "--vlan_en", "--vlan_pcp", "9"), "--vlan_pcp 9: a VLAN priority is 0 to 7, or 8 for another per frame"},
 		{"raw-lat", append(base, "--vlan_en", "--vlan_pcp", "-1"), "--vlan_pcp -1"},
 		{"raw-bw", append(base, "-Y", "88b5"), "-Y 88b5: write the EtherType as 0xXXXX"},
