@@ -5,13 +5,16 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/rperf/rperf/internal/clock"
 	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
 
 // Config is a raw test's configuration: the shared part (Test RawBW or
-// RawLat, Sizes as whole frame lengths without the FCS, Iterations,
-// Warmup, TxDepth, RxDepth, the stall timeout and the callbacks) and the
+// RawLat, Sizes as whole frame lengths without the FCS, Iterations or
+// Duration (raw-bw and raw-lat: each size runs for it, from the client's
+// first frame or the server's first arrival; the server stops on silence
+// too), Warmup, TxDepth, RxDepth, the stall timeout and the callbacks) and the
 // frames' shape, as perftest's raw flags give them. Fields of the shared
 // part not listed (Duration, Inline, Path, ...) do not apply.
 type Config struct {
@@ -114,8 +117,11 @@ func (c *Config) Check() error {
 		}
 	}
 	switch {
-	case c.Duration != 0:
-		ps.AddField(session.NewFieldError("Duration", c.Duration, "raw tests run a number of iterations, not for a duration").WithFix("use {Iterations}"))
+	case c.Duration < 0:
+		ps.AddField(session.NewFieldError("Duration", c.Duration, "the duration cannot be negative"))
+	case c.Duration > 0 && t == session.RawBurstLat:
+		ps.AddField(session.NewFieldError("Duration", c.Duration, "raw-burst-lat runs a number of frames, not for a duration").WithFix("use {Iterations}"))
+	case c.Duration > 0:
 	case c.Iterations < session.MinIterations:
 		ps.AddField(session.NewFieldError("Iterations", c.Iterations, "at least %d iterations are needed", session.MinIterations))
 	}
@@ -210,6 +216,15 @@ const (
 	MaxFrame = 9600 // perftest's RawEth MTU limit
 	MaxFlows = 1024
 )
+
+// running reports whether a loop that did i iterations goes on: to
+// Warmup+Iterations, or in duration mode until end (a clock.Now time).
+func (c *Config) running(i int, end int64) bool {
+	if c.Duration > 0 {
+		return clock.Now() < end
+	}
+	return i < c.Warmup+c.Iterations
+}
 
 // replyEvery is ReplyEvery with its default.
 func (c *Config) replyEvery() int { return max(c.ReplyEvery, 1) }

@@ -20,14 +20,18 @@ func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, erro
 	if err := r.buildFrames(size, c.Frame); err != nil {
 		return nil, err
 	}
-	total, n := c.Warmup+c.Iterations, c.Iterations
-	posted, completed := make([]int64, n), make([]int64, n)
+	n := c.Iterations
+	var posted, completed []int64 // per frame; not in duration mode
+	if c.Duration == 0 {
+		posted, completed = make([]int64, n), make([]int64, n)
+	}
 	var w waiter
 	w.begin(ctx, "waiting for send completions", c.stall())
 	post, done, outstanding, flow, burst := 0, 0, 0, 0, 0
-	for done < total {
-		for outstanding < c.TxDepth && post < total {
-			if post >= c.Warmup {
+	first, end, last := clock.Now(), clock.Now()+int64(c.Duration), int64(0)
+	for sending := true; sending || done < post; {
+		for sending = c.running(post, end); sending && outstanding < c.TxDepth; sending = c.running(post, end) {
+			if posted != nil && post >= c.Warmup {
 				posted[post-c.Warmup] = clock.Now()
 			}
 			if _, err := r.qp.PostSend(r.next(flow)); err != nil {
@@ -52,12 +56,21 @@ func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, erro
 			if wc := &r.wcs[i]; wc.Status != verbsio.StatusSuccess {
 				return nil, wcError(fmt.Sprintf("frame %d", done), wc)
 			}
-			if done >= c.Warmup {
+			if completed != nil && done >= c.Warmup {
 				completed[done-c.Warmup] = now
 			}
 			done++
 			outstanding--
 		}
+		last = now
+	}
+	if c.Duration > 0 {
+		res, err := reports.NewBandwidthDurationResult(reports.BWDurationSpec{Test: c.Test.Name(), Bytes: int64(size), Messages: int64(done),
+			WindowNs: last - first})
+		if err != nil {
+			return nil, err
+		}
+		return []reports.Result{res}, nil
 	}
 	res, err := reports.NewBandwidthResult(reports.BWSpec{Test: c.Test.Name(), Bytes: int64(size), Iterations: int64(n),
 		Posted: posted, Completed: completed})
@@ -68,7 +81,8 @@ func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, erro
 }
 
 // bwServer counts the frames of size bytes its rule delivers: Warmup
-// plus Iterations of them, or fewer when the stream stalls for the stall
+// plus Iterations of them (duration mode: those of Duration from the
+// first), or fewer when the stream stalls for the stall
 // timeout (the rest were lost) or a frame of another size arrives (the
 // client went on to its next size). The rate is over the frames after the
 // first, from the first arrival to the last: the receive completions'
@@ -88,8 +102,12 @@ func (r *runner) bwServer(ctx context.Context, size int) ([]reports.Result, erro
 	var first, last int64
 	var w waiter
 	w.begin(ctx, fmt.Sprintf("waiting for the first %d-byte frame", size), c.firstWait())
+	var end int64 // duration mode: when the first frame's size stops being counted
 loop:
-	for got < expected {
+	for c.Duration > 0 || got < expected {
+		if end != 0 && clock.Now() >= end {
+			break
+		}
 		k, err := r.poll(&w, len(r.wcs))
 		var stall *stallError
 		switch {
@@ -134,6 +152,9 @@ loop:
 				continue
 			}
 			got++
+			if got == 1 && c.Duration > 0 {
+				end = now + int64(c.Duration)
+			}
 			if every > 0 && got%every == 0 {
 				owed++
 			}
@@ -189,6 +210,16 @@ loop:
 	if measured < 2 {
 		return nil, fmt.Errorf("raw test: %d of %d frames of %d bytes arrived: too few to time", got, expected, size)
 	}
+	if c.Duration > 0 { // what the client sent is not known here: no loss count
+		res, err := reports.NewBandwidthDurationResult(reports.BWDurationSpec{Test: c.Test.Name(), Bytes: int64(size),
+			Messages: int64(measured - 1), WindowNs: last - first})
+		if err != nil {
+			return nil, err
+		}
+		res.Iterations = int64(measured)
+		res.Bandwidth.PeakStatus = reports.PeakReceiver
+		return []reports.Result{res}, nil
+	}
 	res, err := reports.NewBandwidthResult(reports.BWSpec{Test: c.Test.Name(), Bytes: int64(size), Iterations: int64(measured - 1),
 		ElapsedNs: last - first, NoPeak: true})
 	if err != nil {
@@ -210,6 +241,9 @@ func (r *runner) latClient(ctx context.Context, size int) ([]reports.Result, err
 		return nil, err
 	}
 	n := c.Iterations
+	if c.Duration > 0 {
+		n = 0 // unknown: the recorder keeps up to its default raw samples
+	}
 	rec, err := reports.NewRecorder(reports.RecorderOptions{Expected: n})
 	if err != nil {
 		return nil, err
@@ -227,7 +261,10 @@ func (r *runner) latClient(ctx context.Context, size int) ([]reports.Result, err
 		mask = attr.Ext.CompletionTimestampMask
 	}
 	var w waiter
-	for i := 0; i < c.Warmup+n; i++ {
+	start := clock.Now()
+	end := start + int64(c.Duration)
+	samples := 0
+	for i := 0; c.running(i, end); i++ {
 		w.begin(ctx, fmt.Sprintf("waiting for the pong to ping %d", i), c.stall())
 		t0 := clock.Now()
 		if _, err := r.qp.PostSend(r.next(0)); err != nil {
@@ -266,14 +303,18 @@ func (r *runner) latClient(ctx context.Context, size int) ([]reports.Result, err
 		if i < c.Warmup {
 			continue
 		}
+		samples++
 		rec.Record(t1 - t0)
 		if tsRec != nil {
 			ns, _ := verbsio.TimestampClock((recvTS-sendTS)&mask, r.clockKHz)
 			tsRec.Record(int64(ns))
 		}
 	}
-	spec := reports.LatencySpec{Test: c.Test.Name(), Bytes: int64(size), Iterations: int64(n), Mode: reports.ModeIterations,
+	spec := reports.LatencySpec{Test: c.Test.Name(), Bytes: int64(size), Iterations: int64(samples), Mode: reports.ModeIterations,
 		RTTFactor: reports.RTTFactorRoundTrip, Percentiles: c.Percentiles}
+	if c.Duration > 0 {
+		spec.Mode, spec.ElapsedNs = reports.ModeDuration, clock.Now()-start
+	}
 	res, err := reports.NewLatencyResult(spec, rec)
 	if err != nil {
 		return nil, err
@@ -299,7 +340,7 @@ func (r *runner) latServer(ctx context.Context, size int) error {
 	}
 	var w waiter
 	outstanding := 0
-	for i := 0; i < c.Warmup+c.Iterations; i++ {
+	for i := 0; c.Duration > 0 || i < c.Warmup+c.Iterations; i++ {
 		if i == 0 {
 			w.begin(ctx, fmt.Sprintf("waiting for the first %d-byte ping", size), c.firstWait())
 		} else {
@@ -307,6 +348,10 @@ func (r *runner) latServer(ctx context.Context, size int) error {
 		}
 		for pinged := false; !pinged || outstanding >= c.TxDepth; {
 			k, err := r.poll(&w, len(r.wcs))
+			var stall *stallError
+			if i > 0 && c.Duration > 0 && errors.As(err, &stall) {
+				return nil // duration mode: the client is done once it is silent
+			}
 			if err != nil {
 				return err
 			}

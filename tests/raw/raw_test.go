@@ -269,7 +269,8 @@ func TestRawCheck(t *testing.T) {
 		{"port 0", func(c *raw.Config) { c.Frame.SrcPort = 0 }, "port 0 is reserved"},
 		{"flows", func(c *raw.Config) { c.Flows = 0 }, "flows must be 1 to 1024"},
 		{"flows past 65535", func(c *raw.Config) { c.Frame.DstPort, c.Flows = 65535, 2 }, "within 65535"},
-		{"duration", func(c *raw.Config) { c.Duration = time.Second }, "raw tests run a number of iterations"},
+		{"duration on burst-lat", func(c *raw.Config) { c.Test, c.Duration = session.RawBurstLat, time.Second }, "raw-burst-lat runs a number of frames, not for a duration"},
+		{"negative duration", func(c *raw.Config) { c.Duration = -time.Second }, "the duration cannot be negative"},
 		{"timestamps on bw", func(c *raw.Config) { c.CompletionTimestamps = true }, "raw-lat only"},
 		{"SW rate on bw", func(c *raw.Config) { c.RateMbps = 10 }, "raw-bw paces through the QP only; add HWPacing"},
 		{"burst on bw", func(c *raw.Config) { c.BurstSize = 4 }, "bursts belong to raw-burst-lat"},
@@ -380,6 +381,45 @@ func TestRawBurstLat(t *testing.T) {
 			}
 			t.Logf("p50 %.2f us, p99 %.2f us; server %.3f Mpps, %d lost", client[0].Percentiles["50"], client[0].Percentiles["99"],
 				server[0].MsgRateMpps, server[0].Bandwidth.LostMessages)
+		})
+	}
+}
+
+// TestRawDuration is perftest's -D on raw-bw and raw-lat: the client
+// sends for the duration, the server counts (raw-bw) from its first
+// arrival for the duration, or answers (raw-lat) until the client falls
+// silent; the records are duration-mode ones over about the duration.
+func TestRawDuration(t *testing.T) {
+	const d = 700 * time.Millisecond
+	for _, test := range []session.Test{session.RawBW, session.RawLat} {
+		t.Run(test.Command(), func(t *testing.T) {
+			start := time.Now()
+			client, server := pair(t, test, func(c *raw.Config) {
+				c.Duration, c.RxDepth = d, 4096
+				c.StallTimeout = time.Second // the server's end of a raw-lat run: a second of silence
+			})
+			el := time.Since(start)
+			if len(client) != 1 || client[0].Mode != reports.ModeDuration || client[0].Iterations < 10 {
+				t.Fatalf("client: %+v", client)
+			}
+			if w := time.Duration(client[0].ElapsedNs); test == session.RawBW && (w < d*9/10 || w > d+time.Second) {
+				t.Errorf("the client's window %v for a %v run", w, d)
+			}
+			if test == session.RawLat && client[0].Samples != client[0].Iterations {
+				t.Errorf("raw-lat: %d samples, %d iterations", client[0].Samples, client[0].Iterations)
+			}
+			if test == session.RawBW {
+				if len(server) != 1 || server[0].Mode != reports.ModeDuration || server[0].Iterations < 10 || server[0].Iterations > client[0].Iterations {
+					t.Fatalf("server: %+v (client sent %d)", server, client[0].Iterations)
+				}
+				if w := time.Duration(server[0].ElapsedNs); w > d+time.Second {
+					t.Errorf("the server's window %v for a %v run", w, d)
+				}
+			}
+			if el > d+10*time.Second {
+				t.Errorf("a %v run took %v", d, el)
+			}
+			t.Logf("%s: client %d frames in %v; %v in all", test.Command(), client[0].Iterations, time.Duration(client[0].ElapsedNs), el)
 		})
 	}
 }

@@ -69,6 +69,7 @@ type rawOptions struct {
 	burstSize   int
 	replyEvery  int
 	macFwd      bool
+	duration    int
 	rateLimit   float64
 	rateUnits   string
 	rateType    string
@@ -137,6 +138,9 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	fs.IntVarP(&o.size, "size", "s", t.DefaultSize(), "frame size in bytes, headers included, FCS excluded")
 	fs.BoolVarP(&o.all, "all", "a", false, "every frame size from 64 bytes, doubling, up to the netdev's MTU (both sides)")
 	fs.IntVarP(&o.iters, "iters", "n", t.DefaultIterations(), "frames (raw-bw) or round trips (raw-lat) per size")
+	if t == session.RawBW || t == session.RawLat {
+		fs.IntVarP(&o.duration, "duration", "D", 0, "run each size for this many seconds instead of -n (the server: from its first frame, and until the client falls silent for --timeout)")
+	}
 	fs.IntVarP(&o.txDepth, "tx-depth", "t", t.DefaultTxDepth(), "send queue depth: frames outstanding")
 	fs.IntVarP(&o.rxDepth, "rx-depth", "r", session.DefaultRxDepth, "receives kept posted")
 	fs.IntVar(&o.warmup, "warmup", 0, "unmeasured frames or round trips before each size")
@@ -227,6 +231,10 @@ func (o *rawOptions) validate() error {
 		return cli.Usagef("--sniffer and --promiscuous choose the server's rule: add --server (-Z)")
 	case o.fs.Changed("vlan_pcp") && !o.vlan:
 		return cli.Usagef("--vlan_pcp is the tag's priority: add --vlan_en")
+	case o.duration < 0:
+		return cli.Usagef("-D %d: a duration is a positive number of seconds", o.duration)
+	case o.duration > 0 && o.fs.Changed("iters"):
+		return cli.Usagef("-D and -n conflict: a size runs for a duration or a number of iterations; drop one of them")
 	case o.macFwd && !o.server:
 		return cli.Usagef("--mac_fwd makes the server forward what it receives: add --server (-Z)")
 	case o.test == session.RawBurstLat && o.replyEvery < 1:
@@ -328,6 +336,7 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 	c.Flows, c.FlowsBurst = o.flows, o.flowsBurst
 	c.CompletionTimestamps, c.Percentiles = o.timestamps, o.pcts
 	c.ReplyEvery, c.MacFwd = o.replyEvery, o.macFwd
+	c.Duration = time.Duration(o.duration) * time.Second
 	if o.test != session.RawLat && !o.server {
 		c.BurstSize, c.RateMbps, c.HWPacing = o.burstSize, o.mbps, o.rateType == "PP" && o.mbps > 0
 		c.TypicalPktSize = o.typicalPkt
@@ -597,7 +606,11 @@ func (p *rawPrinter) ready(in raw.Info) {
 		return
 	}
 	if o.latTable() {
-		p.err = table.WriteLatencyHeader(p.w, reports.ModeIterations)
+		mode := reports.ModeIterations
+		if o.duration > 0 {
+			mode = reports.ModeDuration
+		}
+		p.err = table.WriteLatencyHeader(p.w, mode)
 	} else {
 		p.err = table.WriteBandwidthHeader(p.w, o.gbits)
 	}
