@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rperf/rperf/internal/clock"
 	"github.com/rperf/rperf/reports"
 )
 
@@ -163,35 +162,9 @@ func rawPing(p *peer, a, b RawEnd, size, iters int) (reports.Result, error) {
 	if err := p.expect("ready", StallTimeout); err != nil {
 		return reports.Result{}, err
 	}
-	rec, err := reports.NewRecorder(reports.RecorderOptions{Expected: iters})
+	rec, err := pings(a.FD, rawFrame(a, b, size, 0), iters)
 	if err != nil {
 		return reports.Result{}, err
-	}
-	out := rawFrame(a, b, size, 0)
-	in := make([]byte, size+1)
-	for i := 0; i < Warmup+iters; i++ {
-		t0 := clock.Now()
-		if e := send(a.FD, out); e != 0 {
-			return reports.Result{}, fmt.Errorf("send: %w", e)
-		}
-		for sp := (spinner{}); ; {
-			n, e := recv(a.FD, in)
-			if e == 0 {
-				if n != size {
-					return reports.Result{}, fmt.Errorf("the answer had %d bytes, not %d", n, size)
-				}
-				break
-			}
-			if e != unix.EAGAIN {
-				return reports.Result{}, fmt.Errorf("receive: %w", e)
-			}
-			if !sp.spin() {
-				return reports.Result{}, fmt.Errorf("round trip %d: no answer within %v", i, StallTimeout)
-			}
-		}
-		if i >= Warmup {
-			rec.Record(clock.Now() - t0)
-		}
 	}
 	if e := send(a.FD, rawFrame(a, b, rawMinLen, rawEndTag)); e != 0 {
 		return reports.Result{}, fmt.Errorf("send: %w", e)
@@ -205,32 +178,14 @@ func rawPing(p *peer, a, b RawEnd, size, iters int) (reports.Result, error) {
 // rawPong answers every frame on fd with its addresses swapped, busy
 // polling, until the end frame.
 func rawPong(f *os.File, ctl *bufio.Reader, out io.Writer) error {
-	fd := int(f.Fd())
-	buf := make([]byte, 9216+1)
-	fmt.Fprintln(out, "ready")
-	for sp := (spinner{}); ; {
-		n, e := recv(fd, buf)
-		switch {
-		case e == unix.EAGAIN:
-			if !sp.spin() {
-				return fmt.Errorf("raw pong: nothing arrived for %v", StallTimeout)
-			}
-			continue
-		case e != 0:
-			return fmt.Errorf("raw pong: receive: %w", e)
+	return pong("raw pong", f, ctl, out, make([]byte, 9216+1), func(b []byte) (bool, error) {
+		if len(b) < rawHdrLen+1 {
+			return false, fmt.Errorf("a %d-byte frame passed the filter", len(b))
 		}
-		if n < rawHdrLen+1 {
-			return fmt.Errorf("raw pong: a %d-byte frame passed the filter", n)
+		if b[rawHdrLen] == rawEndTag {
+			return true, nil
 		}
-		if buf[rawHdrLen] == rawEndTag {
-			break
-		}
-		swapRaw(buf[:n])
-		if e := send(fd, buf[:n]); e != 0 {
-			return fmt.Errorf("raw pong: send: %w", e)
-		}
-		sp = spinner{}
-	}
-	fmt.Fprintln(out, "done")
-	return orders(ctl, func(string) error { return nil })
+		swapRaw(b)
+		return false, nil
+	})
 }

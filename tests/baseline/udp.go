@@ -124,35 +124,9 @@ func udpPing(p *peer, fd, size, iters int) (reports.Result, error) {
 	if err := p.expect("ready", StallTimeout); err != nil {
 		return reports.Result{}, err
 	}
-	rec, err := reports.NewRecorder(reports.RecorderOptions{Expected: iters})
+	rec, err := pings(fd, make([]byte, size), iters)
 	if err != nil {
 		return reports.Result{}, err
-	}
-	out := make([]byte, size)
-	in := make([]byte, size+1) // a longer answer is seen as one
-	for i := 0; i < Warmup+iters; i++ {
-		t0 := clock.Now()
-		if e := send(fd, out); e != 0 {
-			return reports.Result{}, fmt.Errorf("send: %w", e)
-		}
-		for sp := (spinner{}); ; {
-			n, e := recv(fd, in)
-			if e == 0 {
-				if n != size {
-					return reports.Result{}, fmt.Errorf("the answer had %d bytes, not %d", n, size)
-				}
-				break
-			}
-			if e != unix.EAGAIN {
-				return reports.Result{}, fmt.Errorf("receive: %w", e)
-			}
-			if !sp.spin() {
-				return reports.Result{}, fmt.Errorf("round trip %d: no answer within %v", i, StallTimeout)
-			}
-		}
-		if i >= Warmup {
-			rec.Record(clock.Now() - t0)
-		}
 	}
 	if e := send(fd, nil); e != 0 { // the end: an empty datagram
 		return reports.Result{}, fmt.Errorf("send: %w", e)
@@ -163,27 +137,74 @@ func udpPing(p *peer, fd, size, iters int) (reports.Result, error) {
 	return pingPongResult(NameUDPPingPong, size, iters, rec)
 }
 
+// pings sends out on fd Warmup+iters times, each time busy polling for
+// an answer of the same length, and records the round trips after
+// Warmup.
+func pings(fd int, out []byte, iters int) (*reports.Recorder, error) {
+	rec, err := reports.NewRecorder(reports.RecorderOptions{Expected: iters})
+	if err != nil {
+		return nil, err
+	}
+	in := make([]byte, len(out)+1) // a longer answer is seen as one
+	for i := 0; i < Warmup+iters; i++ {
+		t0 := clock.Now()
+		if e := send(fd, out); e != 0 {
+			return nil, fmt.Errorf("send: %w", e)
+		}
+		for sp := (spinner{}); ; {
+			n, e := recv(fd, in)
+			if e == 0 {
+				if n != len(out) {
+					return nil, fmt.Errorf("the answer had %d bytes, not %d", n, len(out))
+				}
+				break
+			}
+			if e != unix.EAGAIN {
+				return nil, fmt.Errorf("receive: %w", e)
+			}
+			if !sp.spin() {
+				return nil, fmt.Errorf("round trip %d: no answer within %v", i, StallTimeout)
+			}
+		}
+		if i >= Warmup {
+			rec.Record(clock.Now() - t0)
+		}
+	}
+	return rec, nil
+}
+
 // udpPong echoes every datagram on fd, busy polling, until an empty one.
 func udpPong(f *os.File, ctl *bufio.Reader, out io.Writer) error {
+	return pong("udp pong", f, ctl, out, make([]byte, MaxDatagram), func(b []byte) (bool, error) { return len(b) == 0, nil })
+}
+
+// pong is a ping-pong's peer: it receives into buf on f, busy polling,
+// and sends each message back as answer leaves it, until answer says the
+// message was the end; then it reports "done" on out and waits for ctl
+// to close.
+func pong(what string, f *os.File, ctl *bufio.Reader, out io.Writer, buf []byte, answer func(b []byte) (end bool, err error)) error {
 	fd := int(f.Fd())
-	buf := make([]byte, MaxDatagram)
 	fmt.Fprintln(out, "ready")
 	for sp := (spinner{}); ; {
 		n, e := recv(fd, buf)
 		switch {
 		case e == unix.EAGAIN:
 			if !sp.spin() {
-				return fmt.Errorf("udp pong: nothing arrived for %v", StallTimeout)
+				return fmt.Errorf("%s: nothing arrived for %v", what, StallTimeout)
 			}
 			continue
 		case e != 0:
-			return fmt.Errorf("udp pong: receive: %w", e)
+			return fmt.Errorf("%s: receive: %w", what, e)
 		}
-		if n == 0 {
+		end, err := answer(buf[:n])
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if end {
 			break
 		}
 		if e := send(fd, buf[:n]); e != 0 {
-			return fmt.Errorf("udp pong: send: %w", e)
+			return fmt.Errorf("%s: send: %w", what, e)
 		}
 		sp = spinner{}
 	}
