@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rperf/rperf/internal/clock"
+	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
@@ -15,8 +16,20 @@ import (
 // Duration (raw-bw and raw-lat: each size runs for it, from the client's
 // first frame or the server's first arrival; the server stops on silence
 // too), Warmup, TxDepth, RxDepth, the stall timeout and the callbacks) and the
-// frames' shape, as perftest's raw flags give them. Fields of the shared
-// part not listed (Duration, Inline, Path, ...) do not apply.
+// frames' shape, as perftest's raw flags give them; Path is the send
+// path (generic, burst, inline or tso, below) and Segmenter who cuts a
+// tso send (0: the provider's choice; the built-in engine's raw devices
+// choose the kernel where its segments reach the wire as segments, else
+// cut them in the engine). Fields of the shared part
+// not listed (Inline, Validate, ...) do not apply.
+//
+// The paths: generic posts each frame with PostSend from the registered
+// buffer; inline copies each frame into its work request (SendInline:
+// the largest frame must fit the device's max_inline_data); burst (raw-bw
+// only) stages the frames with the qp_burst family's SendPending and
+// rings once per batch with SendFlush; tso (raw-bw only) posts each frame
+// as one OpTSO send, its headers as TSO.Hdr and its payload cut into MSS
+// bytes per segment by the device, and the server counts the segments.
 type Config struct {
 	session.Config
 	// Server is perftest's --server (-Z): it receives (raw-bw) or
@@ -83,6 +96,10 @@ type Config struct {
 	// FirstWait bounds the server's wait for the first frame of a size;
 	// 0 means 10 × the stall timeout.
 	FirstWait time.Duration
+	// MSS is the tso path's payload bytes per segment, on both sides:
+	// every frame's payload (its size less its headers) must be a whole
+	// number of segments, so that the server counts whole sends.
+	MSS int
 }
 
 // Default returns perftest's defaults for raw test t: one size of 64
@@ -111,11 +128,12 @@ func (c *Config) Check() error {
 				WithFix("use a larger size"))
 			break
 		}
-		if s > MaxFrame {
+		if c.Path != sendpath.TSO && s > MaxFrame {
 			ps.AddField(session.NewFieldError("Sizes", s, "frames larger than %d bytes are refused (jumbo MTU)", MaxFrame).WithFix("use a smaller size"))
 			break
 		}
 	}
+	c.checkPath(&ps)
 	switch {
 	case c.Duration < 0:
 		ps.AddField(session.NewFieldError("Duration", c.Duration, "the duration cannot be negative"))
@@ -200,6 +218,54 @@ func (c *Config) Check() error {
 	return ps.Err()
 }
 
+// checkPath adds the problems of the send path and the MSS to ps.
+func (c *Config) checkPath(ps *session.Problems) {
+	t, h := c.Test, c.Frame.HeaderLen()
+	switch c.Path {
+	case sendpath.Generic, sendpath.Inline:
+	case sendpath.Burst:
+		if t != session.RawBW {
+			ps.AddField(session.NewFieldError("Path", c.Path, "the burst path stages a batch of frames and flushes it once; %s sends one frame at a time", t.Command()).WithFix("use raw-bw"))
+		}
+	case sendpath.TSO:
+		switch {
+		case t != session.RawBW:
+			ps.AddField(session.NewFieldError("Path", c.Path, "TSO cuts a stream of large sends; %s sends single frames", t.Command()).WithFix("use raw-bw"))
+		case c.MSS < 1 || h+c.MSS > MaxFrame:
+			ps.AddField(session.NewFieldError("MSS", c.MSS, "a segment's payload is 1 to %d bytes (its %d bytes of headers plus the MSS within %d)", MaxFrame-h, h, MaxFrame))
+		case len(c.Sizes) > 1:
+			ps.AddField(session.NewFieldError("Sizes", len(c.Sizes), "with TSO every size arrives as segments of one size, which the server cannot tell apart").WithFix("give one size"))
+		case c.Frame.EtherType != 0 && c.Frame.EtherType != c.Frame.ipEtherType():
+			ps.AddField(session.NewFieldError("EtherType", c.Frame.EtherType, "TSO cuts IP frames; 0x%04x frames are not", c.Frame.EtherType).WithFix("drop the EtherType"))
+		case c.MacFwd:
+			ps.AddField(session.NewFieldError("MacFwd", true, "the server forwards frames, not TSO sends").WithFix("use another path"))
+		}
+		for _, s := range c.Sizes {
+			if p := s - h; p < c.MSS || c.MSS > 0 && p%c.MSS != 0 || s > MaxTSOFrame {
+				k := max(p/max(c.MSS, 1), 1)
+				ps.AddField(session.NewFieldError("Sizes", s, "a TSO send is its %d bytes of headers and a whole number of %d-byte segments, at most %d bytes", h, c.MSS, MaxTSOFrame).
+					WithFix("use %d (%d segments)", h+k*max(c.MSS, 1), k))
+				break
+			}
+		}
+	default:
+		ps.AddField(session.NewFieldError("Path", c.Path, "the raw tests send on the generic, burst, inline and tso paths").WithFix("use one of them"))
+	}
+	if c.MSS != 0 && c.Path != sendpath.TSO {
+		ps.AddField(session.NewFieldError("MSS", c.MSS, "an MSS belongs to the tso path").WithFix("use the tso path"))
+	}
+}
+
+// Segments returns what the server receives of a tso send of size bytes:
+// segments of frame bytes, per of them. Other paths: the frame itself.
+func (c *Config) Segments(size int) (frame, per int) {
+	if c.Path != sendpath.TSO || c.MSS < 1 {
+		return size, 1
+	}
+	h := c.Frame.HeaderLen()
+	return h + c.MSS, (size - h) / c.MSS
+}
+
 // MulticastMAC is the Ethernet address of IPv4 multicast group ip
 // (RFC 1112: 01:00:5e and the group's low 23 bits).
 func MulticastMAC(ip netip.Addr) [6]byte {
@@ -214,7 +280,10 @@ func (c *Config) VLANPCPInvalid() bool { return c.Frame.VLAN && c.Frame.VLANPCP 
 // Limits of the raw tests.
 const (
 	MaxFrame = 9600 // perftest's RawEth MTU limit
-	MaxFlows = 1024
+	// MaxTSOFrame is the largest tso send, headers included: an IP
+	// packet's 64 KiB behind the Ethernet header.
+	MaxTSOFrame = 14 + 65535
+	MaxFlows    = 1024
 )
 
 // running reports whether a loop that did i iterations goes on: to

@@ -30,18 +30,23 @@ func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, erro
 	post, done, outstanding, flow, burst := 0, 0, 0, 0, 0
 	first, end, last := clock.Now(), clock.Now()+int64(c.Duration), int64(0)
 	for sending := true; sending || done < post; {
+		staged := 0
 		for sending = c.running(post, end); sending && outstanding < c.TxDepth; sending = c.running(post, end) {
 			if posted != nil && post >= c.Warmup {
 				posted[post-c.Warmup] = clock.Now()
 			}
-			if _, err := r.qp.PostSend(r.next(flow)); err != nil {
+			if err := r.post(r.next(flow)); err != nil {
 				return nil, fmt.Errorf("raw test: post frame %d: %w", post, err)
 			}
 			post++
 			outstanding++
+			staged++
 			if burst++; burst == c.FlowsBurst {
 				burst, flow = 0, (flow+1)%r.flows()
 			}
+		}
+		if err := r.flush(staged); err != nil {
+			return nil, err
 		}
 		k, err := r.poll(&w, len(r.wcs))
 		if err != nil {
@@ -89,7 +94,11 @@ func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, erro
 // timestamps where the CQ has them, else when the polls found them.
 func (r *runner) bwServer(ctx context.Context, size int) ([]reports.Result, error) {
 	c := r.c
-	expected := c.Warmup + c.Iterations
+	// On the tso path each of the client's sends arrives as per
+	// segments of size bytes, which are what this side counts.
+	size, per := c.Segments(size)
+	warmup := c.Warmup * per
+	expected := warmup + c.Iterations*per
 	got, measured, others := 0, 0, 0
 	// raw-burst-lat's server answers every ReplyEvery-th frame.
 	every, owed, outstanding := 0, 0, 0
@@ -163,11 +172,11 @@ loop:
 				ns, _ := verbsio.TimestampClock(wc.Timestamp, r.clockKHz)
 				at = int64(ns)
 			}
-			if got == c.Warmup+1 {
+			if got == warmup+1 {
 				first = at
 				w.begin(ctx, "waiting for frames", c.stall())
 			}
-			if got > c.Warmup {
+			if got > warmup {
 				measured++
 				last = at
 			}
@@ -404,7 +413,7 @@ func (r *runner) repost(id uint64) error {
 // forward swaps the MAC addresses of the n-byte frame in receive slot
 // and holds the slot for forwardHeld (MacFwd).
 func (r *runner) forward(slot, n int) {
-	b := r.buf[r.recvOff+slot*r.slot:][:n]
+	b := r.buf[r.recvOff+slot*r.rslot:][:n]
 	var mac [6]byte
 	copy(mac[:], b[0:6])
 	copy(b[0:6], b[6:12])

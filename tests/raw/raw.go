@@ -26,10 +26,12 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/rperf/rperf/internal/clock"
 	"github.com/rperf/rperf/reports"
+	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
@@ -85,7 +87,7 @@ func Run(ctx context.Context, dev *verbsio.Context, c *Config, onReady func(Info
 			return results, err
 		}
 		for _, x := range res {
-			x.Path = "generic"
+			x.Path = c.Path.String()
 			results = append(results, x)
 			if c.OnResult != nil {
 				c.OnResult(x)
@@ -103,11 +105,14 @@ type runner struct {
 	cq   *verbsio.CQ
 	qp   *verbsio.QP
 	flow *verbsio.Flow
-	buf  []byte
-	mr   *verbsio.MR
-	info Info
+	// burst is the qp_burst family of the burst path's client, else nil.
+	burst verbsio.QPBurst
+	buf   []byte
+	mr    *verbsio.MR
+	info  Info
 
-	slot int // bytes per frame slot
+	slot  int // bytes per send frame slot
+	rslot int // bytes per receive slot
 	// clockKHz is the completion clock when the CQ stamps completions
 	// (CompletionTimestamps, or a bw server timing arrivals), else 0.
 	sendOff  int // the send frames: one slot per flow
@@ -131,9 +136,10 @@ type runner struct {
 
 func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 	r = &runner{c: c, dev: dev}
+	made := r // a failing return sets r to nil
 	defer func() {
 		if err != nil {
-			r.close()
+			made.close()
 			r = nil
 		}
 	}()
@@ -142,7 +148,10 @@ func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 		return nil, err
 	}
 	maxSize := c.MaxSize()
+	// A tso send is the client's; what arrives is its segments.
+	recvMax, _ := c.Segments(maxSize)
 	r.slot = (max(maxSize, c.RecvSize) + 63) &^ 63
+	r.rslot = (max(recvMax, c.RecvSize) + 63) &^ 63
 	flows := c.Flows
 	if c.Server {
 		flows = 1
@@ -150,7 +159,7 @@ func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 	r.variants = c.Frame.pcpVariants()
 	flows *= r.variants
 	r.sendOff, r.recvOff = 0, flows*r.slot
-	if r.buf, err = dev.Alloc(r.recvOff + c.RxDepth*r.slot); err != nil {
+	if r.buf, err = dev.Alloc(r.recvOff + c.RxDepth*r.rslot); err != nil {
 		return nil, err
 	}
 	if r.pd, err = dev.AllocPD(); err != nil {
@@ -180,18 +189,26 @@ func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 	if err != nil {
 		return nil, err
 	}
-	inline := 0
-	if maxSize <= attr.MaxInlineData {
-		inline = maxSize
+	inline, err := checkDevicePath(c, attr, dev.Device.Name, maxSize)
+	if err != nil {
+		return nil, err
 	}
 	r.qp, err = r.pd.CreateQP(verbsio.QPInitAttr{Type: verbsio.QPTypeRawPacket, SendCQ: r.cq, RecvCQ: r.cq,
-		Cap: verbsio.QPCap{MaxSendWR: c.TxDepth, MaxRecvWR: c.RxDepth, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: inline}})
+		Cap:       verbsio.QPCap{MaxSendWR: c.TxDepth, MaxRecvWR: c.RxDepth, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: inline},
+		Segmenter: c.Segmenter})
 	if err != nil {
 		return nil, err
 	}
 	r.inline = inline > 0
 	if err = r.qp.Connect(verbsio.Endpoint{}, verbsio.Endpoint{}, verbsio.ConnectOptions{}); err != nil {
 		return nil, err
+	}
+	if c.Path == sendpath.Burst && !c.Server {
+		fam, st := dev.QueryInterface(verbsio.InterfaceQuery{Family: verbsio.FamilyQPBurst, Version: 1, Object: r.qp})
+		if st != verbsio.IntfOK {
+			return nil, fmt.Errorf("raw test: the burst path: %s offers no qp_burst family on a raw QP (%v); use the generic path", dev.Device.Name, st)
+		}
+		r.burst = fam.(verbsio.QPBurst)
 	}
 	if c.HWPacing && !c.Server {
 		kbps := uint32(c.RateMbps * 1000)
@@ -206,17 +223,23 @@ func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 	}
 	r.sgl = make([]verbsio.SGE, flows)
 	r.send = make([]verbsio.SendWR, flows)
-	flags := verbsio.SendSignaled
+	flags, op := verbsio.SendSignaled, verbsio.OpSend
 	if r.inline {
 		flags |= verbsio.SendInline
 	}
+	if c.Path == sendpath.TSO && !c.Server {
+		op = verbsio.OpTSO
+	}
 	for i := range r.send {
-		r.send[i] = verbsio.SendWR{ID: uint64(i), Opcode: verbsio.OpSend, Flags: flags, SGL: r.sgl[i : i+1]}
+		r.send[i] = verbsio.SendWR{ID: uint64(i), Opcode: op, Flags: flags, SGL: r.sgl[i : i+1]}
+		if op == verbsio.OpTSO {
+			r.send[i].TSO.MSS = uint16(c.MSS)
+		}
 	}
 	r.rsgl = make([]verbsio.SGE, c.RxDepth)
 	r.recv = make([]verbsio.RecvWR, c.RxDepth)
 	for i := range r.recv {
-		r.rsgl[i] = r.mr.SGE(r.recvOff+i*r.slot, r.slot)
+		r.rsgl[i] = r.mr.SGE(r.recvOff+i*r.rslot, r.rslot)
 		r.recv[i] = verbsio.RecvWR{ID: uint64(i), SGL: r.rsgl[i : i+1]}
 	}
 	r.wcs = make([]verbsio.WC, 64)
@@ -310,11 +333,77 @@ func (r *runner) buildFrames(size int, spec FrameSpec) error {
 			return fmt.Errorf("raw test: %w", err)
 		}
 		r.sgl[i] = r.mr.SGE(off, size)
+		if r.send[i].Opcode == verbsio.OpTSO { // the headers apart, the SGL the payload
+			h := s.HeaderLen()
+			r.send[i].TSO.Hdr = r.buf[off : off+h]
+			r.sgl[i] = r.mr.SGE(off+h, size-h)
+		}
 	}
 	return nil
 }
 
+// post sends wr's frame: with PostSend, or on the burst path staged with
+// SendPending for the next flush.
+func (r *runner) post(wr []verbsio.SendWR) error {
+	if r.burst == nil {
+		_, err := r.qp.PostSend(wr)
+		return err
+	}
+	s := &wr[0].SGL[0]
+	return r.burst.SendPending(s.Addr, s.Length, s.LKey, verbsio.BurstSignaled)
+}
+
+// flush sends the frames staged on the burst path, if any.
+func (r *runner) flush(staged int) error {
+	if r.burst == nil || staged == 0 {
+		return nil
+	}
+	if err := r.burst.SendFlush(); err != nil {
+		return fmt.Errorf("raw test: flush %d frames: %w", staged, err)
+	}
+	return nil
+}
+
+// checkDevicePath checks that the device offers c's send path and
+// returns the inline size the QP asks for: every frame on the inline
+// path, none on the others.
+func checkDevicePath(c *Config, attr verbsio.DeviceAttr, dev string, maxSize int) (int, error) {
+	if err := sendpath.CheckDevice(c.Path, attr, dev); err != nil {
+		return 0, fmt.Errorf("raw test: %w", err)
+	}
+	switch c.Path {
+	case sendpath.Inline:
+		if maxSize > attr.MaxInlineData {
+			return 0, &PathError{Path: c.Path, Err: fmt.Errorf("%d-byte frames do not fit %s's max_inline_data %d; use frames of %d bytes or less, or another path", maxSize, dev, attr.MaxInlineData, attr.MaxInlineData)}
+		}
+		return maxSize, nil
+	case sendpath.TSO:
+		supported := slices.Contains(attr.TSO.SupportedQP, verbsio.QPTypeRawPacket)
+		if !c.Server && (attr.TSO.MaxTSO == 0 || !supported) {
+			return 0, &PathError{Path: c.Path, Err: fmt.Errorf("%s offers no TSO on raw QPs (tso_caps max_tso %d); use another path", dev, attr.TSO.MaxTSO)}
+		}
+		if p := maxSize - c.Frame.HeaderLen(); !c.Server && p > int(attr.TSO.MaxTSO) {
+			return 0, &PathError{Path: c.Path, Err: fmt.Errorf("a %d-byte payload is more than %s's max_tso %d; send smaller frames", p, dev, attr.TSO.MaxTSO)}
+		}
+	}
+	return 0, nil
+}
+
+// PathError is a send path the device cannot run as configured.
+type PathError struct {
+	Path sendpath.Path
+	Err  error
+}
+
+func (e *PathError) Error() string { return "the " + e.Path.String() + " path: " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *PathError) Unwrap() error { return e.Err }
+
 func (r *runner) close() {
+	if r.burst != nil {
+		r.burst.Release()
+	}
 	if r.flow != nil {
 		r.flow.Destroy()
 	}

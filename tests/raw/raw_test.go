@@ -62,11 +62,19 @@ func pair(t *testing.T, test session.Test, tune func(c *raw.Config)) (client, se
 // starts (to sniff it).
 func pairOver(t *testing.T, opts netns.Options, test session.Test, tune func(c *raw.Config), wired func(p *netns.Pair)) (client, server []reports.Result) {
 	t.Helper()
+	client, server, _, _ = pairEnds(t, opts, test, tune, wired)
+	return client, server
+}
+
+// pairEnds is pairOver that also returns the ends, the client's a and
+// the server's b, for their devices' counters.
+func pairEnds(t *testing.T, opts netns.Options, test session.Test, tune func(c *raw.Config), wired func(p *netns.Pair)) (client, server []reports.Result, a, b *end) {
+	t.Helper()
 	p := netns.Setup(t, opts)
 	if wired != nil {
 		wired(p)
 	}
-	a, b := openEnd(t, p.A), openEnd(t, p.B)
+	a, b = openEnd(t, p.A), openEnd(t, p.B)
 	srv, cli := raw.Default(test), raw.Default(test)
 	srv.Server = true
 	srv.Frame, cli.Frame = frames(b, a, 7000, 6000), frames(a, b, 6000, 7000)
@@ -93,13 +101,15 @@ func pairOver(t *testing.T, opts netns.Options, test session.Test, tune func(c *
 	}
 	client, err := raw.Run(ctx, a.dev, &cli, nil)
 	if err != nil {
+		cancel() // the server stops before the cleanup closes its device
+		<-done
 		t.Fatalf("client: %v", err)
 	}
 	o := <-done
 	if o.err != nil {
 		t.Fatalf("server: %v", o.err)
 	}
-	return client, o.res
+	return client, o.res, a, b
 }
 
 func TestRawBW(t *testing.T) {
@@ -189,6 +199,8 @@ func TestRawMulticast(t *testing.T) {
 	}()
 	<-ready
 	if _, err := raw.Run(ctx, a.dev, &cli, nil); err != nil {
+		cancel() // the server stops before the cleanup closes its device
+		<-done
 		t.Fatalf("client: %v", err)
 	}
 	if err := <-done; err == nil || !strings.Contains(err.Error(), "waiting for the first") {
