@@ -171,8 +171,8 @@ func (c *Config) Check() error {
 	if msg, fix := EtherTypeProblem(f.EtherType); msg != "" {
 		ps.AddField(session.NewFieldError("EtherType", f.EtherType, "%s", msg).WithFix("%s", fix))
 	}
-	if c.RecvSize != 0 && c.RecvSize < c.MaxSize() {
-		ps.AddField(session.NewFieldError("RecvSize", c.RecvSize, "receive buffers smaller than the largest frame (%d bytes)", c.MaxSize()))
+	if largest, _ := c.Segments(c.MaxSize()); c.RecvSize != 0 && c.RecvSize < largest {
+		ps.AddField(session.NewFieldError("RecvSize", c.RecvSize, "receive buffers smaller than the largest frame (%d bytes)", largest))
 	}
 	if c.ReplyEvery < 0 || c.ReplyEvery > c.Warmup+c.Iterations && c.Iterations >= session.MinIterations {
 		ps.AddField(session.NewFieldError("ReplyEvery", c.ReplyEvery, "a pong every 1 to {Iterations=} frames (0: every frame)").WithValue("Iterations", c.Warmup+c.Iterations))

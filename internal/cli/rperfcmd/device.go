@@ -84,11 +84,7 @@ func (p *prepared) close() {
 		}
 		p.jsonFile = nil
 	}
-	for n, f := range p.hgrm {
-		f.Close()
-		os.Remove(f.Name())
-		delete(p.hgrm, n)
-	}
+	removeHGRM(p.hgrm)
 	if p.dev != nil {
 		p.dev.Close()
 		p.dev = nil

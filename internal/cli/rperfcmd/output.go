@@ -431,27 +431,45 @@ func hgrmName(path string, size int64, several bool) string {
 // createHGRM creates --hgrm's files, one per size, before the test runs,
 // as --json's file is: a path that cannot be written fails at once.
 func (p *prepared) createHGRM(o *options) error {
-	if o.hgrmPath == "" || o.hgrmPath == "-" {
-		return nil
+	var err error
+	p.hgrm, err = createHGRMFiles(o.hgrmPath, p.sizes)
+	return err
+}
+
+// createHGRMFiles creates --hgrm path's files for sizes, one per size;
+// none for "" and "-". On an error the map holds the files created so
+// far, for removeHGRM.
+func createHGRMFiles(path string, sizes []int) (map[int64]*os.File, error) {
+	if path == "" || path == "-" {
+		return nil, nil
 	}
-	p.hgrm = make(map[int64]*os.File, len(p.sizes))
-	for _, n := range p.sizes {
-		f, err := createOutput(hgrmName(o.hgrmPath, int64(n), len(p.sizes) > 1), "--hgrm")
+	files := make(map[int64]*os.File, len(sizes))
+	for _, n := range sizes {
+		f, err := createOutput(hgrmName(path, int64(n), len(sizes) > 1), "--hgrm")
 		if err != nil {
-			return err
+			return files, err
 		}
-		p.hgrm[int64(n)] = f
+		files[int64(n)] = f
 	}
-	return nil
+	return files, nil
+}
+
+// removeHGRM closes and removes the .hgrm files not written.
+func removeHGRM(files map[int64]*os.File) {
+	for n, f := range files {
+		f.Close()
+		os.Remove(f.Name())
+		delete(files, n)
+	}
 }
 
 // writeHGRM writes each latency result's histogram, to stdout for
 // --hgrm - or else to the file createHGRM made for its size.
-func writeHGRM(o *options, files map[int64]*os.File, results []reports.Result, stdout, out io.Writer) error {
-	if o.hgrmPath == "" || len(results) == 0 {
+func writeHGRM(path string, files map[int64]*os.File, results []reports.Result, stdout, out io.Writer) error {
+	if path == "" || len(results) == 0 {
 		return nil
 	}
-	if o.hgrmPath == "-" {
+	if path == "-" {
 		for _, r := range results {
 			if err := reports.WriteResultHGRM(stdout, r); err != nil {
 				return fmt.Errorf("--hgrm -: %w", err)
@@ -464,7 +482,7 @@ func writeHGRM(o *options, files map[int64]*os.File, results []reports.Result, s
 		f := files[r.Bytes]
 		if f == nil {
 			var err error
-			if f, err = createOutput(hgrmName(o.hgrmPath, r.Bytes, len(results) > 1), "--hgrm"); err != nil {
+			if f, err = createOutput(hgrmName(path, r.Bytes, len(results) > 1), "--hgrm"); err != nil {
 				return err
 			}
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/reports/table"
 	"github.com/rperf/rperf/tests/raw"
+	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
@@ -79,7 +80,11 @@ type rawOptions struct {
 	promisc     bool
 	typicalPkt  int
 	mcast       bool
+	pathName    string
+	mss         int
+	hgrmPath    string
 
+	path sendpath.Path
 	pcts []float64
 	mbps float64 // --rate_limit in Mb/s
 }
@@ -97,6 +102,7 @@ var rawFlagFields = map[string]string{
 	"DstMAC": "dest_mac", "Flows": "flows", "FlowsBurst": "flows_burst", "VLANPCP": "vlan_pcp", "EtherType": "ethertype",
 	"CompletionTimestamps": "completion-timestamps", "Percentiles": "percentiles", "BurstSize": "burst_size", "ReplyEvery": "reply_every", "MacFwd": "mac_fwd",
 	"RateMbps": "rate_limit", "HWPacing": "rate_limit_type", "Multicast": "raw_mcast",
+	"Path": pathFlag, "MSS": "tso",
 }
 
 func newRawCommand(t session.Test) *cobra.Command {
@@ -165,6 +171,18 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.sniffer, "sniffer", false, "the server's rule is a sniffer: a copy of every frame of the port")
 	fs.BoolVar(&o.promisc, "promiscuous", false, "the server's rule takes every frame no other rule took (all-default)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as an rperf/v1 JSON document to FILE (- for stdout)")
+	if t == session.RawLat || t == session.RawBurstLat {
+		fs.StringVar(&o.hgrmPath, "hgrm", "", "the client: write each size's latency histogram as HdrHistogram .hgrm text to FILE (several sizes: FILE-<size>.hgrm; - for stdout)")
+	}
+	switch t {
+	case session.RawBW:
+		fs.StringVar(&o.pathName, pathFlag, "generic", "send path: generic (PostSend from the buffer), burst (qp_burst: SendPending per frame, SendFlush per batch), inline (every frame inline), tso (--tso: each frame one TSO send the device cuts); the server takes the same --path and --tso")
+		fs.IntVar(&o.mss, "tso", 0, "send each frame as a TSO send cut into segments of this many payload bytes (the MSS; selects --path tso); -s is the whole send, its headers and a multiple of the MSS; give the server the same -s and --tso")
+	case session.RawLat:
+		fs.StringVar(&o.pathName, pathFlag, "generic", "send path of the pings and pongs: generic (PostSend from the buffer) or inline (every frame inline); both sides")
+	default:
+		o.pathName = "generic"
+	}
 	fs.DurationVar(&o.timeout, "timeout", DefaultTimeout, "longest silence mid-run (a server waits 10x this for the first frame)")
 	if t == session.RawLat {
 		fs.BoolVar(&o.timestamps, "completion-timestamps", false, "also time each round trip from the completion timestamps (device clock), printed beside the software clock")
@@ -247,6 +265,15 @@ func (o *rawOptions) validate() error {
 			return err
 		}
 	}
+	if err := o.validatePath(); err != nil {
+		return err
+	}
+	if o.hgrmPath != "" && o.server {
+		return cli.Usagef("--hgrm writes the client's latency histogram; the server measures none: give --hgrm to the client (-P)")
+	}
+	if o.hgrmPath == "-" && o.jsonPath == "-" {
+		return cli.Usagef("--json - and --hgrm - both want stdout; send one of them to a file")
+	}
 	if o.mcast {
 		if ip, err := netip.ParseAddr(o.dstIP); err == nil && (!ip.Is4() || !ip.IsMulticast()) {
 			return cli.Usagef("--raw_mcast: -J %s is not an IPv4 multicast group; give one in 224.0.0.0/4 (e.g. 239.1.1.1), the same on both sides", o.dstIP)
@@ -282,6 +309,36 @@ func (o *rawOptions) validate() error {
 	if o.test != session.RawLat {
 		return o.parseRate()
 	}
+	return nil
+}
+
+// validatePath parses --path and --tso: --tso selects the tso path and
+// is its MSS.
+func (o *rawOptions) validatePath() error {
+	p, err := sendpath.Parse(o.pathName)
+	if err != nil {
+		return cli.Usagef("--path %s: %v", o.pathName, err)
+	}
+	tso := o.fs.Changed("tso")
+	switch {
+	case p == sendpath.DM || p == sendpath.DV:
+		return cli.Usagef("--path %s: the raw commands send on generic, burst, inline and tso (raw-bw); use one of them", p)
+	case o.test == session.RawLat && p == sendpath.Burst:
+		return cli.Usagef("--path burst stages a batch of frames and flushes it once; raw-lat sends one frame at a time: use raw-bw --path burst, or --path generic or inline")
+	case o.test == session.RawLat && p == sendpath.TSO:
+		return cli.Usagef("--path tso cuts a stream of large sends; raw-lat sends single frames: use raw-bw --tso")
+	case tso && o.fs.Changed(pathFlag) && p != sendpath.TSO:
+		return cli.Usagef("--tso sends on the tso path, --path %s is another: drop one of them", p)
+	case tso && o.mss < 1:
+		return cli.Usagef("--tso %d: give the MSS, the payload bytes of each segment, e.g. --tso 1448", o.mss)
+	case p == sendpath.TSO && !tso:
+		return cli.Usagef("--path tso needs the segment size: add --tso MSS, e.g. --tso 1448")
+	case tso && o.all:
+		return cli.Usagef("-a and --tso conflict: every size would arrive as segments of one size; give one -s")
+	case tso:
+		p = sendpath.TSO
+	}
+	o.path = p
 	return nil
 }
 
@@ -337,6 +394,7 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 	c.CompletionTimestamps, c.Percentiles = o.timestamps, o.pcts
 	c.ReplyEvery, c.MacFwd = o.replyEvery, o.macFwd
 	c.Duration = time.Duration(o.duration) * time.Second
+	c.Path, c.MSS = o.path, o.mss
 	if o.test != session.RawLat && !o.server {
 		c.BurstSize, c.RateMbps, c.HWPacing = o.burstSize, o.mbps, o.rateType == "PP" && o.mbps > 0
 		c.TypicalPktSize = o.typicalPkt
@@ -463,18 +521,29 @@ func (o *rawOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 	if mtu > 0 {
-		if o.size > mtu {
+		if seg, _ := c.Segments(o.size); o.path == sendpath.TSO && seg > mtu {
+			return cli.Usagef("--tso %d: segments of %d bytes exceed %s's MTU (%d bytes of frame, headers included); use --tso %d or less", o.mss, seg, o.device, mtu, o.mss-(seg-mtu))
+		} else if o.path != sendpath.TSO && o.size > mtu {
 			return cli.Usagef("-s %d: the frame exceeds %s's MTU (%d bytes of frame, headers included); use -s %d or less", o.size, o.device, mtu, mtu)
 		}
 		c.RecvSize = mtu + 4 // a tag the kernel puts back
 	}
+	if err := o.checkPathDevice(dev, c.MaxSize()); err != nil {
+		return err
+	}
+	if side.hgrm, err = createHGRMFiles(o.hgrmPath, c.Sizes); err != nil {
+		return err
+	}
 	env := reports.GatherEnv(reports.System{})
-	env.Provider, env.Fabric, env.Device, env.SendPath = dev.Device.Provider, fabricOf(dev.Device, port), dev.Device.Name, "generic"
+	env.Provider, env.Fabric, env.Device, env.SendPath = dev.Device.Provider, fabricOf(dev.Device, port), dev.Device.Name, o.path.String()
 	env.Extra = map[string]string{"role": roleOf(o.server), "tx_depth": strconv.Itoa(c.TxDepth), "rx_depth": strconv.Itoa(c.RxDepth),
 		"flows": strconv.Itoa(c.Flows), "source_mac": net.HardwareAddr(c.Frame.SrcMAC[:]).String(), "dest_mac": net.HardwareAddr(c.Frame.DstMAC[:]).String(),
 		"source_ip": c.Frame.SrcIP.String(), "dest_ip": c.Frame.DstIP.String()}
+	if o.path == sendpath.TSO {
+		env.Extra["mss"] = strconv.Itoa(o.mss)
+	}
 	out := stdout
-	if o.jsonPath == "-" {
+	if o.jsonPath == "-" || o.hgrmPath == "-" {
 		out = stderr
 	}
 	p := &rawPrinter{errPrinter: errPrinter{w: out}, o: o, clk: env.Clock}
@@ -498,8 +567,59 @@ func (o *rawOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		if err := writeRawCounters(out, o.device, counters); err != nil {
 			return fmt.Errorf("write the report: %w", err)
 		}
+		if n := counters["tx_tso_sends"]; n > 0 {
+			k := counters["tx_tso_kernel"]
+			fmt.Fprintf(out, " engine %s TSO sends: %d, cut by the kernel %d, by the engine %d\n", o.device, n, k, n-k)
+		}
 	}
-	return side.writeDoc(o, env, results, stdout)
+	if err := side.writeDoc(o, env, results, stdout); err != nil {
+		return err
+	}
+	// The histograms of the software clock: completion-timestamp results
+	// have the same sizes and are in the JSON document.
+	var sw []reports.Result
+	for _, r := range results {
+		if r.Latency != nil && r.Clock != raw.ClockCompletion {
+			sw = append(sw, r)
+		}
+	}
+	return writeHGRM(o.hgrmPath, side.hgrm, sw, stdout, out)
+}
+
+// checkPathDevice checks that the device offers the send path, and that
+// the inline path's frames fit its inline limit.
+func (o *rawOptions) checkPathDevice(dev *verbsio.Context, largest int) error {
+	if o.path == sendpath.Generic {
+		return nil
+	}
+	attr, err := dev.QueryDevice()
+	if err != nil {
+		return fmt.Errorf("query device %s: %w", o.device, err)
+	}
+	if err := sendpath.CheckDevice(o.path, attr, o.device); err != nil {
+		return &cli.EnvironmentError{Err: fmt.Errorf("--path %s: %v", o.path, err)}
+	}
+	switch {
+	case o.path == sendpath.Inline && attr.MaxInlineData == 0:
+		return &cli.EnvironmentError{Err: fmt.Errorf("--path inline: %s grants no inline data (max_inline_data 0); use --path generic", o.device)}
+	case o.path == sendpath.Inline && largest > attr.MaxInlineData:
+		return cli.Usagef("--path inline: %d-byte frames do not fit %s's max_inline_data %d; use -s %d or less, or --path generic", largest, o.device, attr.MaxInlineData, attr.MaxInlineData)
+	case o.path == sendpath.TSO && !o.server && attr.TSO.MaxTSO == 0:
+		return &cli.EnvironmentError{Err: fmt.Errorf("--tso: %s offers no TSO (tso_caps max_tso 0); use another --path", o.device)}
+	}
+	return nil
+}
+
+// pathText is the header's send-path line.
+func (o *rawOptions) pathText(f raw.FrameSpec) string {
+	switch {
+	case o.path == sendpath.TSO:
+		h := f.HeaderLen()
+		return fmt.Sprintf("tso: %d-byte sends cut into %d segments of %d bytes (MSS %d)", o.size, (o.size-h)/o.mss, h+o.mss, o.mss)
+	case o.path == sendpath.Generic && !o.fs.Changed(pathFlag):
+		return "generic (--path for the others)"
+	}
+	return o.path.String()
 }
 
 // rawMTU is the largest frame the port's netdev sends, without the FCS:
@@ -576,6 +696,9 @@ func (p *rawPrinter) ready(in raw.Info) {
 		proto = "TCP"
 	}
 	p.pair("Protocol", proto, "Flows", strconv.Itoa(o.flows))
+	if o.test != session.RawBurstLat {
+		p.one("Send path", o.pathText(in.Frame))
+	}
 	if in.ClockKHz > 0 {
 		p.one("Completion clock", fmt.Sprintf("%d kHz (completion timestamps)", in.ClockKHz))
 	}
@@ -811,6 +934,7 @@ func (o *rawOptions) runFSRate(ctx context.Context, stdout, stderr io.Writer) er
 // device with its port 1.
 type rawSide struct {
 	jsonFile *os.File
+	hgrm     map[int64]*os.File // --hgrm's files by frame size, not yet written
 	dev      *verbsio.Context
 	port     verbsio.PortAttr
 	written  bool
@@ -837,6 +961,7 @@ func (o *rawOptions) open() (s *rawSide, err error) {
 }
 
 func (s *rawSide) close() {
+	removeHGRM(s.hgrm)
 	if s.jsonFile != nil {
 		s.jsonFile.Close()
 		if !s.written {

@@ -95,6 +95,19 @@ func TestRawFlags(t *testing.T) {
 		{"raw-bw", []string{"-d", "raw_x", "-P", "--raw_mcast"}, "-J: give the peer's IP address"},
 		{"raw-lat", []string{"-d", "raw_x", "-P", "-J", "239.1.1.1", "--raw_mcast"}, "unknown flag: --raw_mcast"},
 		{"raw-bw", []string{"-d", "raw_nosuch0", "-P", "-J", "239.1.1.1", "--raw_mcast"}, "raw_nosuch0"},
+		{"raw-lat", append(base, "--path", "burst"), "raw-lat sends one frame at a time: use raw-bw --path burst, or --path generic or inline"},
+		{"raw-lat", append(base, "--path", "tso"), "raw-lat sends single frames: use raw-bw --tso"},
+		{"raw-lat", append(base, "--tso", "1000"), "unknown flag: --tso"},
+		{"raw-bw", append(base, "--path", "dm"), "--path dm: the raw commands send on generic, burst, inline and tso (raw-bw)"},
+		{"raw-bw", append(base, "--path", "bogus"), "--path bogus:"},
+		{"raw-bw", append(base, "--path", "tso"), "--path tso needs the segment size: add --tso MSS, e.g. --tso 1448"},
+		{"raw-bw", append(base, "--tso", "1000", "--path", "inline"), "--tso sends on the tso path, --path inline is another: drop one of them"},
+		{"raw-bw", append(base, "--tso", "0"), "--tso 0: give the MSS"},
+		{"raw-bw", append(base, "--tso", "1000", "-a"), "-a and --tso conflict"},
+		{"raw-burst-lat", append(base, "--path", "burst"), "unknown flag: --path"},
+		{"raw-bw", append(base, "--hgrm", "x.hgrm"), "unknown flag: --hgrm"},
+		{"raw-lat", []string{"-d", "raw_x", "-Z", "-E", mac, "-J", "10.0.0.2", "--hgrm", "x.hgrm"}, "the server measures none: give --hgrm to the client (-P)"},
+		{"raw-burst-lat", append(base, "--hgrm", "-", "--json", "-"), "--json - and --hgrm - both want stdout"},
 	} {
 		_, _, err := runRaw(context.Background(), append([]string{c.cmd}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -307,5 +320,112 @@ func TestFSRateCommand(t *testing.T) {
 		if _, _, err := runRaw(context.Background(), c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestRawPathCommands runs raw-bw on the burst and tso paths and raw-lat
+// on the inline path with --hgrm over a veth pair: the header names the
+// path, the server counts what the path moved (the TSO sends' segments),
+// and the histogram parses with every round trip in it.
+func TestRawPathCommands(t *testing.T) {
+	s := newRawSides(t)
+	const n = 600
+	dir := t.TempDir()
+	t.Run("burst", func(t *testing.T) {
+		cliJSON := filepath.Join(dir, "burst.json")
+		srv, cli := s.run(t, "raw-bw", []string{"-n", strconv.Itoa(n), "-r", "4096", "--path", "burst"},
+			[]string{"-n", strconv.Itoa(n), "--path", "burst", "--json", cliJSON})
+		if !strings.Contains(cli, "Send path       : burst") || !strings.Contains(srv, "Send path       : burst") {
+			t.Errorf("the headers do not name the burst path:\n%s\n%s", cli, srv)
+		}
+		d := readDoc(t, cliJSON)
+		if d.Env.SendPath != "burst" || len(d.Results) != 1 || d.Results[0].Path != "burst" || d.Results[0].Iterations != n || d.Env.EngineCounters["tx_frames"] != n {
+			t.Errorf("client document: path %q, results %+v, tx_frames %d", d.Env.SendPath, d.Results, d.Env.EngineCounters["tx_frames"])
+		}
+	})
+	t.Run("tso", func(t *testing.T) {
+		// UDP: 42 bytes of headers and 4 segments of 1000 bytes.
+		args := []string{"-n", strconv.Itoa(n), "-s", "4042", "--tso", "1000"}
+		srvOut, cli := s.run(t, "raw-bw", append(args, "-r", "8192"), args)
+		if !strings.Contains(cli, "Send path       : tso: 4042-byte sends cut into 4 segments of 1042 bytes (MSS 1000)") ||
+			!regexp.MustCompile(`TSO sends: ` + strconv.Itoa(n) + `, cut by the kernel \d+, by the engine \d+`).MatchString(cli) {
+			t.Errorf("client output:\n%s", cli)
+		}
+		// The server's row: segments of 1042 bytes, all 4n of them or the
+		// ones lost reported.
+		m := regexp.MustCompile(`(?m)^ 1042\s+(\d+)\s`).FindStringSubmatch(srvOut)
+		lost := regexp.MustCompile(`(\d+) frames of 1042 bytes lost`).FindStringSubmatch(srvOut)
+		if m == nil {
+			t.Fatalf("no 1042-byte row in the server's output:\n%s", srvOut)
+		}
+		got, _ := strconv.Atoi(m[1])
+		if lost != nil {
+			l, _ := strconv.Atoi(lost[1])
+			got += l
+		}
+		if got != 4*n {
+			t.Errorf("the server did not account for %d segments of 1042 bytes:\n%s", 4*n, srvOut)
+		}
+	})
+	t.Run("lat inline hgrm", func(t *testing.T) {
+		hgrm := filepath.Join(dir, "lat.hgrm")
+		_, cli := s.run(t, "raw-lat", []string{"-n", "300", "--path", "inline"}, []string{"-n", "300", "--path", "inline", "--hgrm", hgrm})
+		if !strings.Contains(cli, "Frames inline  : ON") || !strings.Contains(cli, "Send path       : inline") {
+			t.Errorf("client output:\n%s", cli)
+		}
+		checkHGRM(t, hgrm, 300)
+	})
+	t.Run("burst-lat hgrm", func(t *testing.T) {
+		hgrm := filepath.Join(dir, "burst.hgrm")
+		s.run(t, "raw-burst-lat", []string{"-n", "256", "-r", "4096", "--reply_every", "4"}, []string{"-n", "256", "--burst_size", "16", "--reply_every", "4", "--hgrm", hgrm})
+		checkHGRM(t, hgrm, 64)
+	})
+	t.Run("inline too large", func(t *testing.T) {
+		err := s.pair.A.Run(func() error {
+			_, _, err := runRaw(context.Background(), "raw-bw", "-d", "raw_"+s.pair.A.Link, "-P", "-E", s.mb, "-J", "10.0.0.2", "-s", "1500", "--path", "inline")
+			return err
+		})
+		var ue *cli.UsageError
+		if err == nil || !strings.Contains(err.Error(), "--path inline: 1500-byte frames do not fit") || !errors.As(err, &ue) {
+			t.Errorf("raw-bw --path inline -s 1500: %v", err)
+		}
+	})
+}
+
+func readDoc(t *testing.T, path string) reports.Document {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decodeDoc(t, data)
+}
+
+// checkHGRM parses an .hgrm file: rows of value, percentile and count
+// rising to percentile 1 with count samples, and the footer's total.
+func checkHGRM(t *testing.T, path string, count int) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last []string
+	total := false
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case strings.HasPrefix(line, "#["):
+			if m := regexp.MustCompile(`Total count\s+=\s+(\d+)\]`).FindStringSubmatch(line); m != nil {
+				total = m[1] == strconv.Itoa(count)
+			}
+		case len(f) == 4 && f[0] != "Value":
+			if _, err := strconv.ParseFloat(f[0], 64); err != nil {
+				t.Fatalf("%s: row %q", path, line)
+			}
+			last = f
+		}
+	}
+	if last == nil || last[1] != "1.000000" || last[2] != strconv.Itoa(count) || !total {
+		t.Errorf("%s: last row %q, total line found %v; want percentile 1 and %d samples:\n%s", path, last, total, count, data)
 	}
 }

@@ -116,7 +116,7 @@ func runSide(ctx context.Context, o *options, p *prepared, stdout, stderr io.Wri
 	if err := writeReport(o, p, env, results, out, stdout); err != nil {
 		return err
 	}
-	if err := writeHGRM(o, p.hgrm, results, stdout, out); err != nil {
+	if err := writeHGRM(o.hgrmPath, p.hgrm, results, stdout, out); err != nil {
 		return err
 	}
 	p.ok = true
