@@ -42,6 +42,7 @@ type pathsCmd struct {
 	testName string
 	reps     int
 	pathList string
+	raw      rawPathsOptions // raw devices' flags (paths)
 	// Set by validate.
 	paths   []sendpath.Path
 	skipped []string // default paths left out, with the reason
@@ -115,6 +116,12 @@ func newCompareCommand(c *pathsCmd, def session.Test, short, long string) (*path
 		Long:  long,
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if c.raw.ro != nil && c.raw.active(c.o.device) {
+				if err := c.validateRaw(args); err != nil {
+					return err
+				}
+				return oneLine(c.runRaw(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()))
+			}
 			if err := c.validate(args); err != nil {
 				return err
 			}
@@ -130,6 +137,7 @@ func newCompareCommand(c *pathsCmd, def session.Test, short, long string) (*path
 	fs.StringVar(&c.testName, "test", def.Command(), "the test to run: "+c.testChoices())
 	fs.IntVar(&c.reps, "reps", paths.DefaultRepetitions, "runs per path, interleaved; each path's row is its median run")
 	if c.name == "paths" {
+		c.raw.registerRaw(fs)
 		fs.StringVar(&c.pathList, "paths", "", "the paths to compare, comma-separated, generic among them (default: every path the device supports that applies)")
 	}
 	fs.MarkHidden(pathFlag)

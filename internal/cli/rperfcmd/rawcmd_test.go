@@ -429,3 +429,83 @@ func checkHGRM(t *testing.T, path string, count int) {
 		t.Errorf("%s: last row %q, total line found %v; want percentile 1 and %d samples:\n%s", path, last, total, count, data)
 	}
 }
+
+// TestRawPathsCommand runs rperf paths on raw devices over a veth pair:
+// the client runs the reference and every raw path --reps times, prints a
+// row per path with its ratio to the reference, and records every run;
+// the server counts the frames of all runs.
+func TestRawPathsCommand(t *testing.T) {
+	s := newRawSides(t)
+	const n, reps, paths = 3200, 2, 5
+	jsonPath := filepath.Join(t.TempDir(), "paths.json")
+	args := []string{"-n", strconv.Itoa(n), "--reps", strconv.Itoa(reps)}
+	srv, cli := s.run(t, "paths", args, append(args, "--json", jsonPath))
+	for _, name := range []string{"afpacket", "generic", "burst", "inline", "tso"} {
+		m := regexp.MustCompile(`(?m)^ ` + name + `\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)$`).FindStringSubmatch(cli)
+		if m == nil {
+			t.Errorf("no %s row:\n%s", name, cli)
+			continue
+		}
+		rate, _ := strconv.ParseFloat(m[1], 64)
+		ratio, _ := strconv.ParseFloat(m[3], 64)
+		if rate <= 0 || ratio <= 0 || name == "afpacket" && m[3] != "1.00" {
+			t.Errorf("%s row %q", name, m[0])
+		}
+	}
+	d := readDoc(t, jsonPath)
+	if len(d.Results) != reps*paths || d.Env.SendPath != "paths" {
+		t.Fatalf("%d results (want %d), send path %q", len(d.Results), reps*paths, d.Env.SendPath)
+	}
+	count := map[string]int{}
+	for _, r := range d.Results {
+		count[r.Path]++
+	}
+	for _, name := range []string{"afpacket", "generic", "burst", "inline", "tso"} {
+		if count[name] != reps {
+			t.Errorf("%d runs of %s, want %d: %v", count[name], name, reps, count)
+		}
+	}
+	// Every frame of the run is counted or reported lost; the engine's
+	// TSO sends are the tso runs' (n/16 each).
+	m := regexp.MustCompile(`received (\d+) of the run's (\d+) frames of 64 bytes, (\d+) lost`).FindStringSubmatch(srv)
+	if m == nil || m[2] != strconv.Itoa(reps*paths*n) {
+		t.Fatalf("server output:\n%s", srv)
+	}
+	got, _ := strconv.Atoi(m[1])
+	lost, _ := strconv.Atoi(m[3])
+	if got+lost != reps*paths*n || got < n {
+		t.Errorf("server: %d received, %d lost of %d", got, lost, reps*paths*n)
+	}
+	if tso := d.Env.EngineCounters["tx_tso_sends"]; tso != reps*n/16 {
+		t.Errorf("%d TSO sends, want %d", tso, reps*n/16)
+	}
+	if sent := d.Env.EngineCounters["tx_frames"]; sent != (paths-1)*reps*n {
+		t.Errorf("the engine sent %d frames, want %d (every path's but the reference's)", sent, (paths-1)*reps*n)
+	}
+}
+
+func TestRawPathsFlags(t *testing.T) {
+	const mac = "02:00:00:00:00:02"
+	base := []string{"paths", "-d", "raw_nosuch0", "-P", "-E", mac, "-J", "10.0.0.2"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append(base, "host"), "rperf paths on a raw device takes no host"},
+		{append(base, "--loopback"), "--loopback: rperf paths on a raw device runs two sides over a link"},
+		{append(base, "--test", "write-lat"), "on a raw device rperf paths runs raw-bw; drop --test"},
+		{append(base, "--path", "burst"), "--path picks one path"},
+		{append(base, "--reps", "0"), "--reps 0: at least one run per path"},
+		{append(base, "-q", "2"), "-q does not apply to rperf paths on a raw device"},
+		{append(base, "-n", "1000"), "-l 16 with -n 1000"},
+		{[]string{"paths", "-d", "raw_x", "-E", mac, "-J", "10.0.0.2"}, "--server (-Z) or --client (-P), exactly one"},
+		{[]string{"paths", "-d", "raw_x", "-P", "-J", "10.0.0.2"}, "-E: give the peer's MAC address"},
+		{append(base, "-E", "zz"), "-E zz: not a MAC address"},
+	} {
+		_, _, err := runRaw(context.Background(), c.args...)
+		var ue *cli.UsageError
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &ue) {
+			t.Errorf("%q: %v, want a usage error with %q", c.args, err, c.want)
+		}
+	}
+}
