@@ -348,7 +348,7 @@ func TestRawPathCommands(t *testing.T) {
 		args := []string{"-n", strconv.Itoa(n), "-s", "4042", "--tso", "1000"}
 		srvOut, cli := s.run(t, "raw-bw", append(args, "-r", "8192"), args)
 		if !strings.Contains(cli, "Send path       : tso: 4042-byte sends cut into 4 segments of 1042 bytes (MSS 1000)") ||
-			!regexp.MustCompile(`TSO sends: ` + strconv.Itoa(n) + `, cut by the kernel \d+, by the engine \d+`).MatchString(cli) {
+			!regexp.MustCompile(`TSO sends: `+strconv.Itoa(n)+`, cut by the kernel \d+, by the engine \d+`).MatchString(cli) {
 			t.Errorf("client output:\n%s", cli)
 		}
 		// The server's row: segments of 1042 bytes, all 4n of them or the
@@ -441,14 +441,16 @@ func TestRawPathsCommand(t *testing.T) {
 	args := []string{"-n", strconv.Itoa(n), "--reps", strconv.Itoa(reps)}
 	srv, cli := s.run(t, "paths", args, append(args, "--json", jsonPath))
 	for _, name := range []string{"afpacket", "generic", "burst", "inline", "tso"} {
-		m := regexp.MustCompile(`(?m)^ ` + name + `\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)$`).FindStringSubmatch(cli)
+		m := regexp.MustCompile(`(?m)^ ` + name + `\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)-([0-9.]+)$`).FindStringSubmatch(cli)
 		if m == nil {
 			t.Errorf("no %s row:\n%s", name, cli)
 			continue
 		}
 		rate, _ := strconv.ParseFloat(m[1], 64)
 		ratio, _ := strconv.ParseFloat(m[3], 64)
-		if rate <= 0 || ratio <= 0 || name == "afpacket" && m[3] != "1.00" {
+		lo, _ := strconv.ParseFloat(m[4], 64)
+		hi, _ := strconv.ParseFloat(m[5], 64)
+		if rate <= 0 || ratio <= 0 || lo > ratio || ratio > hi || name == "afpacket" && (m[3] != "1.00" || m[4] != "1.00") {
 			t.Errorf("%s row %q", name, m[0])
 		}
 	}

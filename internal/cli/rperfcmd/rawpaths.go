@@ -305,8 +305,12 @@ func (c *pathsCmd) rawClientRuns(ctx context.Context, dev *verbsio.Context, netd
 	return results, nil
 }
 
-// writeRawPathsTable prints each path's median run in frames per second
-// and its ratio to the reference's median.
+// writeRawPathsTable prints each path's median frame rate over its runs
+// and its ratio to the reference: the median, and the range, of the
+// ratios within each repetition, where the path and the reference ran
+// next to each other, so that a stretch of load on the machine that
+// slows both cancels. results are in the order run, a repetition after
+// another.
 func writeRawPathsTable(p *errPrinter, runs []rawPathRun, results []reports.Result, batch int) error {
 	rate := func(r reports.Result) float64 {
 		if r.Path == sendpath.TSO.String() {
@@ -314,26 +318,36 @@ func writeRawPathsTable(p *errPrinter, runs []rawPathRun, results []reports.Resu
 		}
 		return r.MsgRateMpps
 	}
-	medians := make(map[string]float64, len(runs))
-	for _, run := range runs {
-		var rs []float64
-		for _, r := range results {
-			if r.Path == run.name {
-				rs = append(rs, rate(r))
-			}
-		}
-		sort.Float64s(rs)
-		medians[run.name] = rs[len(rs)/2]
+	median := func(xs []float64) float64 {
+		sort.Float64s(xs)
+		return xs[len(xs)/2]
 	}
-	ref := medians[raw.PathAFPacket]
 	p.printf("%s\n", table.ResultLine)
-	p.printf(" %-10s %14s %14s %12s\n", "path", "frames[Mpps]", "MB/s[10^6]", "x-afpacket")
+	p.printf(" %-10s %14s %14s %12s %16s\n", "path", "frames[Mpps]", "MB/s[10^6]", "x-afpacket", "x range")
 	size := results[0].Bytes
 	for _, run := range runs {
-		m := medians[run.name]
-		p.printf(" %-10s %14.4f %14.2f %12.2f\n", run.name, m, m*float64(size), m/ref)
+		var rates, ratios []float64
+		for i := 0; i+len(runs) <= len(results); i += len(runs) {
+			rep := results[i : i+len(runs)]
+			var ref, own float64
+			for _, r := range rep {
+				if r.Path == raw.PathAFPacket {
+					ref = rate(r)
+				}
+				if r.Path == run.name {
+					own = rate(r)
+				}
+			}
+			rates = append(rates, own)
+			if ref > 0 {
+				ratios = append(ratios, own/ref)
+			}
+		}
+		m, x := median(rates), median(ratios)
+		p.printf(" %-10s %14.4f %14.2f %12.2f %16s\n", run.name, m, m*float64(size), x, fmt.Sprintf("%.2f-%.2f", ratios[0], ratios[len(ratios)-1]))
 	}
 	p.printf("%s\n", table.ResultLine)
-	p.printf(" each row the median of its runs; frames of %d bytes without the FCS; tso: frames cut from its sends\n", size)
+	p.printf(" frames[Mpps]: the median of the path's runs (tso: the frames cut from its sends); x-afpacket: the median of its\n"+
+		" rate over the reference's in each repetition, x range their lowest and highest; frames of %d bytes without the FCS\n", size)
 	return p.err
 }
