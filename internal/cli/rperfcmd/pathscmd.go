@@ -87,7 +87,18 @@ Examples:
   rperf paths --loopback                          send-bw 64 B on every path
   rperf paths --loopback --test write-lat         latency on every path that applies
   rperf paths --loopback --paths generic,dv -s 1K
-  rperf paths                                     server; then: rperf paths server-host`)
+  rperf paths                                     server; then: rperf paths server-host
+
+On a raw device (-d raw_<netdev>, or -Z/-P) it runs raw-bw instead: the
+client sends -n frames of -s bytes on generic, burst, inline and tso
+(one TSO send per -l frames, cut back into the same frames) and from a
+plain AF_PACKET socket (the reference, afpacket), interleaved over
+--reps, and prints each path's frame rate and its ratio to the
+reference; the server, started first, counts every frame. As raw-bw,
+both sides get the peer's addresses on the command line (-E, -J; -B,
+-j, -k, -K, --tcp):
+  rperf paths -d raw_eth0 -Z -E <client MAC> -J <client IP>
+  rperf paths -d raw_eth0 -P -E <server MAC> -J <server IP>`)
 }
 
 func dmLatCommand() (*pathsCmd, *cobra.Command) {
