@@ -128,9 +128,7 @@ func TestRawTSOWire(t *testing.T) {
 
 // TestRawPathCheck checks the refusals of the paths and the MSS.
 func TestRawPathCheck(t *testing.T) {
-	good := raw.Default(session.RawBW)
-	good.Frame = raw.FrameSpec{Addresses: raw.Addresses{DstMAC: [6]byte{2, 0, 0, 0, 0, 2}, SrcPort: 1, DstPort: 2}}
-	good.Frame.SrcIP, good.Frame.DstIP = netipAddr("10.0.0.1"), netipAddr("10.0.0.2")
+	good := goodConfig()
 	tso := func(c *raw.Config) { c.Path, c.MSS, c.Sizes = sendpath.TSO, 1000, []int{42 + 2000} }
 	cfg := good
 	tso(&cfg)

@@ -258,10 +258,16 @@ func TestRawLat(t *testing.T) {
 	}
 }
 
-func TestRawCheck(t *testing.T) {
+// goodConfig is a raw-bw configuration Check accepts.
+func goodConfig() raw.Config {
 	good := raw.Default(session.RawBW)
 	good.Frame = raw.FrameSpec{Addresses: raw.Addresses{DstMAC: [6]byte{2, 0, 0, 0, 0, 2}, SrcPort: 1, DstPort: 2}}
 	good.Frame.SrcIP, good.Frame.DstIP = netipAddr("10.0.0.1"), netipAddr("10.0.0.2")
+	return good
+}
+
+func TestRawCheck(t *testing.T) {
+	good := goodConfig()
 	if err := good.Check(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}

@@ -496,17 +496,24 @@ func (o *rawOptions) usage(err error) error {
 	}))
 }
 
-func (o *rawOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+// openConfigured opens the side and builds its configuration; the
+// caller closes the side, also on an error.
+func (o *rawOptions) openConfigured() (*rawSide, raw.Config, error) {
 	side, err := o.open()
 	if err != nil {
-		return err
+		return side, raw.Config{}, err
 	}
+	c, err := o.config(side.port.Netdev)
+	return side, c, err
+}
+
+func (o *rawOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	side, c, err := o.openConfigured()
 	defer side.close()
-	dev, port := side.dev, side.port
-	c, err := o.config(port.Netdev)
 	if err != nil {
 		return err
 	}
+	dev, port := side.dev, side.port
 	mtu := rawMTU(port)
 	if o.all {
 		if mtu == 0 {

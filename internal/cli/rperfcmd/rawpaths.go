@@ -176,17 +176,12 @@ func (c *pathsCmd) choosePathsRaw(attr verbsio.DeviceAttr, h int) ([]rawPathRun,
 // runRaw runs this side of the raw comparison.
 func (c *pathsCmd) runRaw(ctx context.Context, stdout, stderr io.Writer) error {
 	o, ro := c.o, c.raw.ro
-	side, err := ro.open()
-	if err != nil {
-		return err
-	}
+	side, cfg, err := ro.openConfigured()
 	defer side.close()
-	dev, port := side.dev, side.port
-	cfg, err := ro.config(port.Netdev)
 	if err != nil {
 		return err
 	}
-	cfg.StallTimeout = ro.timeout
+	dev, port := side.dev, side.port
 	if mtu := rawMTU(port); mtu > 0 {
 		if ro.size > mtu {
 			return cli.Usagef("-s %d: the frame exceeds %s's MTU (%d bytes of frame, headers included); use -s %d or less", ro.size, ro.device, mtu, mtu)
