@@ -58,6 +58,7 @@ type udpFabric struct {
 	inUse atomic.Uint64
 
 	active []*udpQP // QPs with transport work: outstanding requests, READ responses, timers
+	rounds uint32   // progress rounds that visited active QPs (tickActive)
 
 	arena []byte
 	off   int

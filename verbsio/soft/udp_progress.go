@@ -47,17 +47,13 @@ func (f *udpFabric) receiveOn(used uint64) {
 					f.input(conn, d.Buf[off:min(off+d.Seg, d.N)], d.From)
 				}
 			}
-			if len(in) < udp.Batch {
-				break // the socket was drained: another read would find nothing
+			if !conn.More() {
+				break // another read now would likely find nothing
 			}
 		}
 	}
 	if len(f.active) > 0 {
-		t := now()
-		for i := 0; i < len(f.active); i++ {
-			f.active[i].tick(t)
-		}
-		f.prune()
+		f.tickActive()
 	}
 	// While background progress runs, a foreground poll that took the
 	// input sends what it owes at once: the background round sleeps until
@@ -118,6 +114,33 @@ func verifyICRC(local, from netip.AddrPort, b []byte) bool {
 	path := roce.IPv6Path{Src: from.Addr().As16(), Dst: local.Addr().As16(), SrcPort: from.Port(), DstPort: local.Port()}
 	crc, err := path.ICRC(b)
 	return err == nil && crc == roce.StoredICRC(b)
+}
+
+// clockEvery is how many progress rounds in a row may leave the clock
+// unread while only retransmission and probe timers run (milliseconds
+// long): a busy poll round is a few hundred nanoseconds, and a clock read
+// would add a tenth to each. Pacing and RNR timers (microseconds) read it
+// every round.
+const clockEvery = 16
+
+// tickActive runs the timers of the active QPs: READ responses owed every
+// round, the clock read when a QP's timer needs it (see clockEvery).
+func (f *udpFabric) tickActive() {
+	f.rounds++
+	due := f.rounds%clockEvery == 0
+	var t int64
+	for i := 0; i < len(f.active); i++ {
+		u := f.active[i]
+		if due || u.paceAt != 0 || u.rnrUntil != 0 {
+			if t == 0 {
+				t = now()
+			}
+			u.tick(t)
+		} else if u.rdN > 0 {
+			u.sendReadResponses()
+		}
+	}
+	f.prune()
 }
 
 // activate puts u on the list of QPs the timer wheel visits.
