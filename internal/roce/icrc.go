@@ -283,12 +283,68 @@ func UDPSourcePort(flowLabel, lqpn, rqpn uint32) uint16 {
 // ICRC field) sent on the path with IPv4 identification id, whose BTH and
 // extension headers are hdr. Continue with ICRCUpdate over the payload
 // pieces and the pad, in order; the result is the ICRC. It serves senders
-// that gather the payload from several buffers.
+// that gather the payload from several buffers. A sender of many packets
+// on one path computes the path's part once (Prefix) instead.
 func (p *IPv4Path) ICRCBegin(id uint16, pktLen int, hdr []byte) uint32 {
-	var h [v4Pseudo]byte
+	return p.Prefix().Begin(id, pktLen, hdr)
+}
+
+// ICRCBegin is IPv4Path.ICRCBegin for IPv6.
+func (p *IPv6Path) ICRCBegin(pktLen int, hdr []byte) uint32 {
+	return p.Prefix().Begin(pktLen, hdr)
+}
+
+// The ICRC's CRC is affine in its input: over the masked IP and UDP
+// headers it is the CRC of the path's headers with the packet's length
+// and identification fields zero, XOR the contribution of each byte of
+// those fields, which depends only on its value and on how many header
+// bytes follow it. A path's part is computed once (Prefix) and a packet's
+// fields are six table lookups, not a CRC over 28 (IPv4) or 48 (IPv6)
+// bytes. Registers here are raw (no pre or post inversion).
+
+// fieldTab[k][v] is the raw CRC register's change when a header byte
+// followed by fieldAfter[k] more header bytes changes from 0 to v.
+var fieldTab [len(fieldAfter)][256]uint32
+
+// fieldAfter: the header bytes after each varying byte. IPv4 (28 bytes of
+// IP and UDP header): total length at 2-3, identification at 4-5, UDP
+// length at 24-25. IPv6 (48 bytes): payload length at 4-5; the UDP length
+// is again 3 and 2 bytes from the end.
+var fieldAfter = [...]int{25, 24, 23, 22, 3, 2, 43, 42}
+
+const (
+	fTotHi = iota
+	fTotLo
+	fIDHi
+	fIDLo
+	fUDPHi
+	fUDPLo
+	f6LenHi
+	f6LenLo
+)
+
+func init() {
+	for k, after := range fieldAfter {
+		for v := range 256 {
+			fieldTab[k][v] = zeroShift(crc32.IEEETable[v], after)
+		}
+	}
+}
+
+// field2 is the change of a 16-bit field whose bytes' tables are hi, lo.
+func field2(hi, lo int, v uint16) uint32 { return fieldTab[hi][v>>8] ^ fieldTab[lo][v&0xff] }
+
+// IPv4Prefix is the ICRC's part over a path's IPv4 and UDP headers, for
+// packets of any length and identification (IPv4Path.Prefix).
+type IPv4Prefix struct{ base uint32 }
+
+// IPv6Prefix is IPv4Prefix for IPv6 (IPv6Path.Prefix).
+type IPv6Prefix struct{ base uint32 }
+
+// Prefix computes the path's part of every ICRC sent on it.
+func (p *IPv4Path) Prefix() IPv4Prefix {
+	var h [IPv4Len + UDPLen]byte
 	h[0] = 0x45
-	binary.BigEndian.PutUint16(h[2:], uint16(IPv4Len+UDPLen+pktLen))
-	binary.BigEndian.PutUint16(h[4:], id)
 	if p.DontFragment {
 		h[6] = IPv4DontFragment << 5
 	}
@@ -297,31 +353,55 @@ func (p *IPv4Path) ICRCBegin(id uint16, pktLen int, hdr []byte) uint32 {
 	copy(h[16:20], p.Dst[:])
 	binary.BigEndian.PutUint16(h[20:], p.SrcPort)
 	binary.BigEndian.PutUint16(h[22:], p.DstPort)
-	binary.BigEndian.PutUint16(h[24:], uint16(UDPLen+pktLen))
 	maskIPv4UDP(h[:])
-	copy(h[IPv4Len+UDPLen:], hdr[:BTHLen])
-	h[IPv4Len+UDPLen+4] = 0xff
-	crc := updateSmall(icrcSeed, h[:])
-	return crc32.Update(crc, crc32.IEEETable, hdr[BTHLen:])
+	return IPv4Prefix{base: ^updateSmall(icrcSeed, h[:])}
 }
 
-// ICRCBegin is IPv4Path.ICRCBegin for IPv6.
-func (p *IPv6Path) ICRCBegin(pktLen int, hdr []byte) uint32 {
-	var h [v6Pseudo]byte
+// Prefix computes the path's part of every ICRC sent on it.
+func (p *IPv6Path) Prefix() IPv6Prefix {
+	var h [IPv6Len + UDPLen]byte
 	h[0] = 0x60
-	binary.BigEndian.PutUint16(h[4:], uint16(UDPLen+pktLen))
 	h[6] = ProtoUDP
 	copy(h[8:24], p.Src[:])
 	copy(h[24:40], p.Dst[:])
 	binary.BigEndian.PutUint16(h[40:], p.SrcPort)
 	binary.BigEndian.PutUint16(h[42:], p.DstPort)
-	binary.BigEndian.PutUint16(h[44:], uint16(UDPLen+pktLen))
 	maskIPv6UDP(h[:])
-	copy(h[IPv6Len+UDPLen:], hdr[:BTHLen])
-	h[IPv6Len+UDPLen+4] = 0xff
-	crc := updateSmall(icrcSeed, h[:])
-	return crc32.Update(crc, crc32.IEEETable, hdr[BTHLen:])
+	return IPv6Prefix{base: ^updateSmall(icrcSeed, h[:])}
+}
+
+// Begin is IPv4Path.ICRCBegin on the prefix's path.
+func (x IPv4Prefix) Begin(id uint16, pktLen int, hdr []byte) uint32 {
+	r := x.base ^ field2(fTotHi, fTotLo, uint16(IPv4Len+UDPLen+pktLen)) ^ field2(fIDHi, fIDLo, id) ^
+		field2(fUDPHi, fUDPLo, uint16(UDPLen+pktLen))
+	return bthICRC(^r, hdr)
+}
+
+// Begin is IPv6Path.ICRCBegin on the prefix's path.
+func (x IPv6Prefix) Begin(pktLen int, hdr []byte) uint32 {
+	n := uint16(UDPLen + pktLen)
+	r := x.base ^ field2(f6LenHi, f6LenLo, n) ^ field2(fUDPHi, fUDPLo, n)
+	return bthICRC(^r, hdr)
+}
+
+// bthICRC continues an ICRC over a packet's BTH, masked, and the
+// extension headers after it in hdr.
+func bthICRC(crc uint32, hdr []byte) uint32 {
+	var b [BTHLen]byte
+	copy(b[:], hdr[:BTHLen])
+	b[4] = 0xff // FECN, BECN, reserved
+	return updateSmall(updateSmall(crc, b[:]), hdr[BTHLen:])
 }
 
 // ICRCUpdate continues an ICRC started by ICRCBegin over b.
-func ICRCUpdate(crc uint32, b []byte) uint32 { return crc32.Update(crc, crc32.IEEETable, b) }
+func ICRCUpdate(crc uint32, b []byte) uint32 {
+	if len(b) < smallCRC {
+		return updateSmall(crc, b)
+	}
+	return crc32.Update(crc, crc32.IEEETable, b)
+}
+
+// smallCRC: below it hash/crc32 would use a table loop like updateSmall
+// (its carry-less multiplication starts at 64 bytes), behind a dispatch
+// that costs about as much as the CRC of a short piece.
+const smallCRC = 64

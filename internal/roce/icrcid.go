@@ -127,11 +127,14 @@ func (b *idBasis) invert() bool {
 // SolveID finds the IPv4 identification under which pkt's stored ICRC is
 // right for this path, and reports whether one exists. It costs one ICRC
 // plus a few dozen operations (the per-length basis is computed once).
-func (p *IPv4Path) SolveID(pkt []byte) (uint16, bool) {
-	c0, err := p.ICRC(0, pkt)
-	if err != nil {
+func (p *IPv4Path) SolveID(pkt []byte) (uint16, bool) { return p.Prefix().SolveID(pkt) }
+
+// SolveID is IPv4Path.SolveID on the prefix's path.
+func (x IPv4Prefix) SolveID(pkt []byte) (uint16, bool) {
+	if len(pkt) < MinPacketLen || len(pkt) > 0xffff-IPv4Len-UDPLen {
 		return 0, false
 	}
+	c0 := ICRCUpdate(x.Begin(0, len(pkt), pkt[:BTHLen]), pkt[BTHLen:len(pkt)-ICRCLen])
 	delta := c0 ^ StoredICRC(pkt)
 	if delta == 0 {
 		return 0, true

@@ -65,6 +65,7 @@ type udpFabric struct {
 	iovs  [][]byte
 	grp   txGroup
 	rx    roce.Packet
+	rxCRC rxICRC
 	tx    roce.Packet
 	ackQ  []*udpQP
 

@@ -71,7 +71,7 @@ func (f *udpFabric) input(conn *udp.Conn, b []byte, from netip.AddrPort) {
 		f.cnt.malformed.Add(1)
 		return
 	}
-	if !verifyICRC(conn.LocalAddr(), from, b) {
+	if !f.rxCRC.verify(conn.LocalAddr(), from, b) {
 		f.cnt.icrcErrors.Add(1)
 		return
 	}
@@ -97,23 +97,47 @@ func (f *udpFabric) input(conn *udp.Conn, b []byte, from netip.AddrPort) {
 	}
 }
 
-// verifyICRC checks a received packet's ICRC. For IPv4 the identification
-// field is not visible to a UDP socket; SolveID finds it (see
-// internal/roce).
-func verifyICRC(local, from netip.AddrPort, b []byte) bool {
-	if from.Addr().Unmap().Is4() {
-		path := roce.IPv4Path{Src: from.Addr().Unmap().As4(), Dst: local.Addr().Unmap().As4(),
-			SrcPort: from.Port(), DstPort: local.Port(), DontFragment: true}
-		if _, ok := path.SolveID(b); ok {
+// rxICRC checks received packets' ICRCs, keeping the ICRC's part over
+// the IP and UDP headers of the last path it saw (a QP's peer sends every
+// packet on one path).
+type rxICRC struct {
+	local, from netip.AddrPort
+	v4          bool
+	pre4        roce.IPv4Prefix // DF set, as the engine and Linux rxe send
+	pre6        roce.IPv6Prefix
+}
+
+// verify checks the ICRC of packet b from from to local. For IPv4 the
+// identification field is not visible to a UDP socket; SolveID finds it
+// (see internal/roce).
+func (r *rxICRC) verify(local, from netip.AddrPort, b []byte) bool {
+	if local != r.local || from != r.from {
+		r.local, r.from = local, from
+		r.v4 = from.Addr().Unmap().Is4()
+		if r.v4 {
+			path := roce.IPv4Path{Src: from.Addr().Unmap().As4(), Dst: local.Addr().Unmap().As4(),
+				SrcPort: from.Port(), DstPort: local.Port(), DontFragment: true}
+			r.pre4 = path.Prefix()
+		} else {
+			path := roce.IPv6Path{Src: from.Addr().As16(), Dst: local.Addr().As16(), SrcPort: from.Port(), DstPort: local.Port()}
+			r.pre6 = path.Prefix()
+		}
+	}
+	if r.v4 {
+		if _, ok := r.pre4.SolveID(b); ok {
 			return true
 		}
-		path.DontFragment = false
+		// A sender that does not set DF.
+		path := roce.IPv4Path{Src: from.Addr().Unmap().As4(), Dst: local.Addr().Unmap().As4(),
+			SrcPort: from.Port(), DstPort: local.Port()}
 		_, ok := path.SolveID(b)
 		return ok
 	}
-	path := roce.IPv6Path{Src: from.Addr().As16(), Dst: local.Addr().As16(), SrcPort: from.Port(), DstPort: local.Port()}
-	crc, err := path.ICRC(b)
-	return err == nil && crc == roce.StoredICRC(b)
+	if len(b) < roce.MinPacketLen {
+		return false
+	}
+	crc := roce.ICRCUpdate(r.pre6.Begin(len(b), b[:roce.BTHLen]), b[roce.BTHLen:len(b)-roce.ICRCLen])
+	return crc == roce.StoredICRC(b)
 }
 
 // clockEvery is how many progress rounds in a row may leave the clock

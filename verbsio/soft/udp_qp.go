@@ -20,6 +20,8 @@ type udpPath struct {
 	v4    bool
 	path4 roce.IPv4Path
 	path6 roce.IPv6Path
+	pre4  roce.IPv4Prefix // the ICRC's part over path4's headers
+	pre6  roce.IPv6Prefix
 }
 
 // fromPeer reports whether a packet from from comes from the peer a QP
@@ -58,21 +60,23 @@ func newUDPPath(f *udpFabric, sgid int, dgid verbsio.GID, dlid, sport uint16) (u
 	p := udpPath{conn: conn, to: netip.AddrPortFrom(dst, port), v4: dst.Is4()}
 	if p.v4 {
 		p.path4 = roce.IPv4Path{Src: src.Unmap().As4(), Dst: dst.As4(), SrcPort: conn.LocalAddr().Port(), DstPort: port, DontFragment: true}
+		p.pre4 = p.path4.Prefix()
 	} else {
 		p.path6 = roce.IPv6Path{Src: src.As16(), Dst: dst.As16(), SrcPort: conn.LocalAddr().Port(), DstPort: port}
+		p.pre6 = p.path6.Prefix()
 	}
 	return p, nil
 }
 
-// seal stores the ICRC of a packet sent on the path as datagram number
-// seg of its send (the kernel numbers GSO segments' IPv4 identification
-// from 0 on an unconnected DF socket).
-func (p *udpPath) seal(b []byte, seg int) {
+// icrcBegin starts the ICRC of a packet of size bytes (BTH to ICRC) with
+// headers hdr sent on the path as datagram number seg of its send (the
+// kernel numbers GSO segments' IPv4 identification from 0 on an
+// unconnected DF socket); roce.ICRCUpdate continues it.
+func (p *udpPath) icrcBegin(seg, size int, hdr []byte) uint32 {
 	if p.v4 {
-		p.path4.Seal(uint16(seg), b)
-	} else {
-		p.path6.Seal(b)
+		return p.pre4.Begin(uint16(seg), size, hdr)
 	}
+	return p.pre6.Begin(size, hdr)
 }
 
 // reqWQE is the requester's record of one send WQE on the wire.

@@ -319,12 +319,7 @@ func (u *udpQP) sendPacket(path *udpPath, srcs [][]byte, off uint64, n int, snap
 	id := f.begin(path, size, len(srcs)+2, copyBytes, q.seg != verbsio.SegmentEngine)
 	hdr := f.alloc(hl)
 	t.EncodeHeaders(hdr, n)
-	var crc uint32
-	if path.v4 {
-		crc = path.path4.ICRCBegin(uint16(id), size, hdr)
-	} else {
-		crc = path.path6.ICRCBegin(size, hdr)
-	}
+	crc := path.icrcBegin(id, size, hdr)
 	f.piece(hdr)
 	for _, s := range srcs {
 		if n == 0 {
