@@ -144,7 +144,8 @@ func (r *rxICRC) verify(local, from netip.AddrPort, b []byte) bool {
 // unread while only retransmission and probe timers run (milliseconds
 // long): a busy poll round is a few hundred nanoseconds, and a clock read
 // would add a tenth to each. Pacing and RNR timers (microseconds) read it
-// every round.
+// every round, and so does the first round after a sleep (waitInput,
+// background progress), which may be a timer's wake-up.
 const clockEvery = 16
 
 // tickActive runs the timers of the active QPs: READ responses owed every
@@ -219,8 +220,10 @@ func (f *udpFabric) nextDeadline() time.Duration {
 	return best
 }
 
-// waitInput blocks until a socket is readable or timeout passes.
+// waitInput blocks until a socket is readable or timeout passes. The
+// round after it reads the clock: it may be a timer's wake-up.
 func (f *udpFabric) waitInput(timeout time.Duration) {
+	f.rounds = clockEvery - 1
 	var fds [8]unix.PollFd
 	n := f.pollFDs(fds[:])
 	ts := unix.NsecToTimespec(int64(timeout))
@@ -330,6 +333,7 @@ func (f *udpFabric) progress(*cq) { f.receive() }
 // It also reads the sockets QP1 listens on (udp_mad.go).
 func (f *udpFabric) round(fds []unix.PollFd) (int, time.Duration) {
 	used := f.inUse.Load() | f.madUse.Load()
+	f.rounds = clockEvery - 1 // a round follows a sleep: it reads the clock (tickActive)
 	f.receiveOn(used)
 	f.flush()
 	wait := 20 * time.Millisecond
