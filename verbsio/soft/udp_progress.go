@@ -144,8 +144,8 @@ func (r *rxICRC) verify(local, from netip.AddrPort, b []byte) bool {
 // unread while only retransmission and probe timers run (milliseconds
 // long): a busy poll round is a few hundred nanoseconds, and a clock read
 // would add a tenth to each. Pacing and RNR timers (microseconds) read it
-// every round, and so does the first round after a sleep (waitInput,
-// background progress), which may be a timer's wake-up.
+// every round, and so does the first round after a sleep (CQ.Wait's,
+// background progress's), which may be a timer's wake-up.
 const clockEvery = 16
 
 // tickActive runs the timers of the active QPs: READ responses owed every
@@ -220,10 +220,8 @@ func (f *udpFabric) nextDeadline() time.Duration {
 	return best
 }
 
-// waitInput blocks until a socket is readable or timeout passes. The
-// round after it reads the clock: it may be a timer's wake-up.
+// waitInput blocks until a socket is readable or timeout passes.
 func (f *udpFabric) waitInput(timeout time.Duration) {
-	f.rounds = clockEvery - 1
 	var fds [8]unix.PollFd
 	n := f.pollFDs(fds[:])
 	ts := unix.NsecToTimespec(int64(timeout))
@@ -282,6 +280,7 @@ func (f *udpFabric) wait(q *cq, deadline int64) error {
 	return sleepUntilReady(deadline, step, func(sleep time.Duration) {
 		c.lock()
 		f.flush()
+		f.rounds = clockEvery - 1 // the round after the sleep reads the clock: it may be a timer's wake-up
 		c.unlock()
 		f.waitInput(sleep)
 	})
