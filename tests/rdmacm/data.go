@@ -24,6 +24,12 @@ type QPSpec struct {
 	// Reads is the responder resources and initiator depth both sides
 	// ask for: out_reads in READ and atomic tests, 0 otherwise.
 	Reads uint8
+	// ACKTimeout is the RC QPs' ACK timeout exponent (perftest -u): set
+	// on each RC identifier with OptionACKTimeout before it connects or
+	// accepts, as upstream perftest does, so the CM puts it in the QP's
+	// RTS attributes instead of the one it computes from the path. 0
+	// leaves the CM's.
+	ACKTimeout uint8
 	// UDQPNMessage: the client sends its UD QP's number to the server in
 	// a SEND_WITH_IMM, which the server waits for (perftest does it when
 	// the server sends too: latency and bidirectional tests). Scratch is
@@ -117,7 +123,10 @@ func (c *Channel) connectQP(spec QPSpec, i int, dst netip.AddrPort) (*DataQP, er
 		return nil, err
 	}
 	d := &DataQP{ID: id}
-	d.QP, err = c.resolveAndCreate(c.dch, id, c.local.Addr(), dst, spec.PD, spec.Attr(i))
+	err = setACKTimeout(spec, id)
+	if err == nil {
+		d.QP, err = c.resolveAndCreate(c.dch, id, c.local.Addr(), dst, spec.PD, spec.Attr(i))
+	}
 	if err == nil {
 		err = id.Connect(c.connParam(spec))
 	}
@@ -229,9 +238,24 @@ func (c *Channel) acceptQPs(ctx context.Context, spec QPSpec) error {
 	return nil
 }
 
+// setACKTimeout gives an RC identifier the spec's ACK timeout.
+func setACKTimeout(spec QPSpec, id *cm.ID) error {
+	if spec.Type != verbsio.QPTypeRC || spec.ACKTimeout == 0 {
+		return nil
+	}
+	if err := id.SetOption(cm.OptionACKTimeout, int(spec.ACKTimeout)); err != nil {
+		return fmt.Errorf("rdma_cm: set the ACK timeout %d (-u): %w", spec.ACKTimeout, err)
+	}
+	return nil
+}
+
 func (c *Channel) acceptQP(spec QPSpec, id *cm.ID) error {
 	i := len(c.data)
-	qp, err := id.CreateQP(spec.PD, spec.Attr(i))
+	err := setACKTimeout(spec, id)
+	var qp *verbsio.QP
+	if err == nil {
+		qp, err = id.CreateQP(spec.PD, spec.Attr(i))
+	}
 	if err != nil {
 		_ = id.Reject(nil)
 		_ = id.Destroy()

@@ -128,7 +128,8 @@ func TestChannel(t *testing.T) {
 }
 
 // TestConnectQPs: three RC QPs connected through rdma_cm between the
-// channels' ends carry a SEND each; the client closes them gracefully
+// channels' ends carry a SEND each; each side's -u reached its QPs (the
+// server's and the client's differ); the client closes them gracefully
 // (DREQ, the server's DREP) before the channels go.
 func TestConnectQPs(t *testing.T) {
 	srv, cli := pair(t, 7711)
@@ -139,9 +140,10 @@ func TestConnectQPs(t *testing.T) {
 		buf []byte
 		mr  *verbsio.MR
 		qps []*DataQP
+		ack uint8
 	}
-	mk := func(c *Channel) *end {
-		e := &end{c: c}
+	mk := func(c *Channel, ack uint8) *end {
+		e := &end{c: c, ack: ack}
 		var err error
 		if e.pd, err = c.dev.AllocPD(); err != nil {
 			t.Fatal(err)
@@ -157,9 +159,9 @@ func TestConnectQPs(t *testing.T) {
 		}
 		return e
 	}
-	s, c := mk(srv), mk(cli)
+	s, c := mk(srv, 9), mk(cli, 17)
 	spec := func(e *end) QPSpec {
-		return QPSpec{N: 3, Type: verbsio.QPTypeRC, PD: e.pd, Attr: func(int) verbsio.QPInitAttr {
+		return QPSpec{N: 3, Type: verbsio.QPTypeRC, PD: e.pd, ACKTimeout: e.ack, Attr: func(int) verbsio.QPInitAttr {
 			return verbsio.QPInitAttr{Type: verbsio.QPTypeRC, SendCQ: e.cq, RecvCQ: e.cq,
 				Cap: verbsio.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}
 		}}
@@ -179,6 +181,17 @@ func TestConnectQPs(t *testing.T) {
 	}
 	if len(s.qps) != 3 || len(c.qps) != 3 {
 		t.Fatalf("%d and %d QPs, want 3 each", len(s.qps), len(c.qps))
+	}
+	for _, e := range []*end{s, c} {
+		for i, d := range e.qps {
+			a, err := d.QP.Query()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.State != verbsio.QPStateRTS || a.Timeout != e.ack {
+				t.Errorf("server=%v QP %d: state %v, ACK timeout %d; want RTS and %d (-u)", e.c.Server(), i, a.State, a.Timeout, e.ack)
+			}
+		}
 	}
 	for i := range c.qps {
 		sge := []verbsio.SGE{s.mr.SGE(i*64, 64)}

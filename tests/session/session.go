@@ -459,7 +459,7 @@ func (s *Session) connectCM(ctx context.Context) error {
 		reads = uint8(s.outReads)
 	}
 	dqs, err := s.cm.ConnectQPs(ctx, rdmacm.QPSpec{
-		N: sp.QPs, Type: sp.Type, PD: s.PD, Attr: s.qpInitAttr, Reads: reads,
+		N: sp.QPs, Type: sp.Type, PD: s.PD, Attr: s.qpInitAttr, Reads: reads, ACKTimeout: sp.QPTimeout,
 		UDQPNMessage: sp.PeerSends,
 		Scratch:      func(i int) verbsio.SGE { return s.MR.SGE(s.regionOff(i)+s.sendBytes, rdmacm.UDQPNMessageSize) },
 	})

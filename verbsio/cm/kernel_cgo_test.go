@@ -253,8 +253,9 @@ func TestKernelDeferredEstablish(t *testing.T) {
 }
 
 // TestKernelAccept: a request on a listener becomes a new identifier with
-// the peer's addresses and parameters; Accept moves its QP to RTS and
-// hands rdma_accept its number and the private data.
+// the peer's addresses and parameters; the ACK timeout set on it reaches
+// librdmacm and the QP; Accept moves its QP to RTS and hands rdma_accept
+// its number and the private data.
 func TestKernelAccept(t *testing.T) {
 	s := newKernelSide(t)
 	l := s.listen(t, PortSpaceTCP, verbsio.QPTypeRC)
@@ -269,6 +270,12 @@ func TestKernelAccept(t *testing.T) {
 		t.Fatalf("CONNECT_REQUEST %+v (local %v remote %v), want a new identifier from %v with the REQ's data", ev, id.LocalAddr(), id.RemoteAddr(), peer)
 	}
 	qp := s.qp(t, id, verbsio.QPTypeRC)
+	if err := id.SetOption(OptionACKTimeout, 11); err != nil {
+		t.Fatal(err)
+	}
+	if name, val, size := s.f.Option(); name != int(OptionACKTimeout) || val != 11 || size != 1 {
+		t.Errorf("librdmacm got option %d = %d (%d bytes) on the request's identifier, want ACK_TIMEOUT (3) = 11", name, val, size)
+	}
 	if err := id.Accept(&ConnParam{PrivateData: []byte("ok"), ResponderResources: 3, InitiatorDepth: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -276,8 +283,8 @@ func TestKernelAccept(t *testing.T) {
 	if !got.Accept || got.QPNum != qp.QPN() || !bytes.Equal(got.PrivateData, []byte("ok")) || got.ResponderResources != 3 {
 		t.Errorf("rdma_accept got %+v, want QP %#x, private data ok, 3 responder resources", got, qp.QPN())
 	}
-	if a, _ := qp.Query(); a.State != verbsio.QPStateRTS || a.MaxDestRdAtomic != 3 {
-		t.Errorf("QP after Accept: %s max_dest_rd_atomic %d, want RTS and 3", a.State, a.MaxDestRdAtomic)
+	if a, _ := qp.Query(); a.State != verbsio.QPStateRTS || a.MaxDestRdAtomic != 3 || a.Timeout != 11 {
+		t.Errorf("QP after Accept: %s max_dest_rd_atomic %d timeout %d, want RTS, 3 and 11 (the option)", a.State, a.MaxDestRdAtomic, a.Timeout)
 	}
 	s.f.Push(fakecm.Event{Type: int(EventEstablished), ID: child})
 	if ev := s.next(t, EventEstablished); ev.ID != id {

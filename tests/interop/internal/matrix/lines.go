@@ -257,6 +257,22 @@ func VMCases() []Case {
 	return cs
 }
 
+// VMCMCases are the -R cases of rperf with the ibverbs provider inside
+// the VM, where the kernel's CM (through librdmacm) connects rperf's QPs:
+// every program, UD through SIDR for both send tests, and several QPs.
+// They run in both roles against perftest 4.5 (Debian's), the first peer.
+func VMCMCases() []Case {
+	var cs []Case
+	for _, t := range allTests {
+		cs = append(cs, Case{Test: t, Flags: "-R " + iters(t)})
+	}
+	for _, t := range []string{"send-lat", "send-bw"} {
+		cs = append(cs, Case{Test: t, Flags: "-R -c UD " + iters(t)})
+		cs = append(cs, Case{Test: t, Flags: "-R -c UD -s 1024 " + iters(t)})
+	}
+	return append(cs, Case{Test: "write-bw", Flags: "-R -q 4 -n 100"})
+}
+
 // VMRperfOnly are cases run rperf-to-rperf in the VM only: mismatches
 // both rperf sides must detect.
 func VMRperfOnly() []Case {
@@ -280,7 +296,8 @@ func SingleCases() []Case {
 // cases against every perftest peer in both roles, the rping exchange in
 // both roles, the VM cases against
 // rperf and every perftest peer in both roles, the VM-only rperf cases,
-// then the single commands.
+// the -R cases in the VM against the first perftest peer and rping in
+// the VM, both in both roles, then the single commands.
 func Build(perftests []Peer) []Line {
 	var ls []Line
 	add := func(l Line) {
@@ -310,6 +327,16 @@ func Build(perftests []Peer) []Line {
 	}
 	for _, c := range VMRperfOnly() {
 		add(Line{Case: c, Setup: VMIbverbs, Peer: rperf})
+	}
+	if len(perftests) > 0 {
+		for _, c := range VMCMCases() {
+			for _, srv := range []bool{false, true} {
+				add(Line{Case: c, Setup: VMIbverbs, Peer: perftests[0], RperfServer: srv})
+			}
+		}
+	}
+	for _, srv := range []bool{false, true} {
+		add(Line{Case: RpingCase, Setup: VMIbverbs, Peer: Rping, RperfServer: srv})
 	}
 	for _, c := range SingleCases() {
 		add(Line{Case: c, Setup: VMIbverbs, Single: true})
