@@ -121,7 +121,9 @@ func TestRDMACMErrors(t *testing.T) {
 
 // TestRping runs rperf's rping server and client against each other as
 // two processes, over shm0 (Unix sockets) and udp_lo (each engine on its
-// own UDP port), with every echo checked and printed as rping -v does.
+// own UDP port), with every echo checked and printed as rping -v does;
+// with -q (self-created QPs: the client's deferred establish) on both
+// sides and on one side only.
 func TestRping(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -129,14 +131,17 @@ func TestRping(t *testing.T) {
 	}{
 		{"shm0", []string{"-d", "shm0", "-a", "::1"}, []string{"-d", "shm0", "-a", "::1"}},
 		{"udp_lo", nil, []string{"-d", "udp_lo", "-a", "127.0.0.1", "--udp-port", "0"}},
+		{"shm0 -q", []string{"-d", "shm0", "-a", "::1", "-q"}, []string{"-d", "shm0", "-a", "::1", "-q"}},
+		{"udp_lo -q client", nil, []string{"-d", "udp_lo", "-a", "127.0.0.1", "--udp-port", "0", "-q"}},
+		{"udp_lo -q server", []string{"-q"}, []string{"-d", "udp_lo", "-a", "127.0.0.1", "--udp-port", "0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			port := freePort(t)
 			srvArgs, cliArgs := tt.srv, tt.cli
-			if tt.name == "udp_lo" {
+			if strings.HasPrefix(tt.name, "udp_lo") {
 				udp := freeUDPPort(t)
-				srvArgs = []string{"-d", "udp_lo", "-a", "127.0.0.1", "--udp-port", udp}
+				srvArgs = append([]string{"-d", "udp_lo", "-a", "127.0.0.1", "--udp-port", udp}, tt.srv...)
 				cliArgs = append(cliArgs, "--peer-udp-port", udp)
 			}
 			srv := exec.Command(rperfBin, append([]string{"rping", "-s", "-v", "-p", port, "--timeout", "20s"}, srvArgs...)...)

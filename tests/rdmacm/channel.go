@@ -105,6 +105,8 @@ type Channel struct {
 	rdl, wdl      atomic.Int64 // deadlines, Unix nanoseconds; 0: none
 
 	data []*DataQP
+	// qpListen is the server's listener for the test QPs (ListenQPs).
+	qpListen *cm.ID
 	// broken: a Read or Write failed; Close does not wait for the peer.
 	broken bool
 	// disc are identifiers whose DISCONNECTED came while waiting for
@@ -576,6 +578,7 @@ func (c *Channel) Close() error {
 
 func (c *Channel) close() error {
 	var errs []error
+	c.stopListenQPs()
 	if len(c.data) > 0 {
 		errs = append(errs, c.CloseQPs(!c.broken))
 	}

@@ -192,24 +192,52 @@ func pollOne(cq *verbsio.CQ, wait time.Duration) (verbsio.WC, error) {
 	}
 }
 
-// acceptQPs is the server's side: listen on the channel's port again,
-// accept spec.N requests, stop listening.
-func (c *Channel) acceptQPs(ctx context.Context, spec QPSpec) error {
+// ListenQPs makes the server listen for the test QPs' requests now (the
+// channel's address and port again), before the synchronising exchange
+// that precedes ConnectQPs: a client that connects as soon as that
+// exchange is over is not refused by a server still getting to listen
+// (perftest 4.5's client does not try again: ib_write_bw -R -q 4 against
+// rperf on rxe0 under TCG failed with REJ 8). It does nothing on the
+// client; ConnectQPs listens itself when it was not called.
+func (c *Channel) ListenQPs(spec QPSpec) error {
+	if !c.server || c.qpListen != nil {
+		return nil
+	}
 	l, err := c.dch.CreateID(nil, portSpace(spec.Type), spec.Type)
 	if err != nil {
 		return err
 	}
-	defer l.Destroy()
 	// perftest binds the unspecified address (or --bind_source_ip); the
 	// address the channel came in on is where its client is connecting
 	// again, and keeps other devices of this process out of it.
 	laddr := netip.AddrPortFrom(c.local.Addr(), c.local.Port())
 	if err := l.BindAddr(laddr); err != nil {
+		_ = l.Destroy()
 		return fmt.Errorf("rdma_cm: bind %s for the test QPs: %w", laddr, err)
 	}
 	if err := l.Listen(spec.N); err != nil {
+		_ = l.Destroy()
 		return fmt.Errorf("rdma_cm: listen on %s for the test QPs: %w", laddr, err)
 	}
+	c.qpListen = l
+	return nil
+}
+
+// stopListenQPs destroys the test QPs' listener, if any.
+func (c *Channel) stopListenQPs() {
+	if c.qpListen != nil {
+		_ = c.qpListen.Destroy()
+		c.qpListen = nil
+	}
+}
+
+// acceptQPs is the server's side: listen on the channel's port again
+// (unless ListenQPs did), accept spec.N requests, stop listening.
+func (c *Channel) acceptQPs(ctx context.Context, spec QPSpec) error {
+	if err := c.ListenQPs(spec); err != nil {
+		return err
+	}
+	defer c.stopListenQPs()
 	deadline := time.Now().Add(c.opts.Timeout)
 	for len(c.data) < spec.N {
 		if err := ctx.Err(); err != nil {

@@ -239,3 +239,61 @@ func TestConnectQPs(t *testing.T) {
 		t.Errorf("closing the channels took %v: the client missed the server's DREQ", d)
 	}
 }
+
+// TestListenQPsFirst: a server that called ListenQPs accepts a client
+// that connects before the server reaches ConnectQPs, with no retries
+// (perftest 4.5's client has none); without ListenQPs the same client is
+// refused at once (REJ 8).
+func TestListenQPsFirst(t *testing.T) {
+	for i, listenFirst := range []bool{true, false} {
+		t.Run(map[bool]string{true: "listen first", false: "late listener"}[listenFirst], func(t *testing.T) {
+			srv, cli := pair(t, uint16(7721+i))
+			cli.opts.Retries = -1
+			spec := func(c *Channel) QPSpec {
+				pd, err := c.dev.AllocPD()
+				if err != nil {
+					t.Fatal(err)
+				}
+				cq, err := c.dev.CreateCQ(8)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = cq.Destroy(); _ = pd.Dealloc() })
+				return QPSpec{N: 1, Type: verbsio.QPTypeRC, PD: pd, Attr: func(int) verbsio.QPInitAttr {
+					return verbsio.QPInitAttr{Type: verbsio.QPTypeRC, SendCQ: cq, RecvCQ: cq,
+						Cap: verbsio.QPCap{MaxSendWR: 2, MaxRecvWR: 2, MaxSendSGE: 1, MaxRecvSGE: 1}}
+				}}
+			}
+			sspec, cspec := spec(srv), spec(cli)
+			if listenFirst {
+				if err := srv.ListenQPs(sspec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			errc := make(chan error, 1)
+			go func() {
+				_, err := cli.ConnectQPs(context.Background(), cspec)
+				errc <- err
+			}()
+			time.Sleep(200 * time.Millisecond) // the client's REQ is answered by now
+			if !listenFirst {
+				err := <-errc
+				if err == nil || !errors.Is(err, errRefused) {
+					t.Fatalf("client without a listener: %v, want refused", err)
+				}
+				return
+			}
+			if _, err := srv.ConnectQPs(context.Background(), sspec); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-errc; err != nil {
+				t.Fatalf("client: %v", err)
+			}
+			if srv.qpListen != nil {
+				t.Error("the test QPs' listener is still there after ConnectQPs")
+			}
+			_ = cli.Close()
+			_ = srv.Close()
+		})
+	}
+}

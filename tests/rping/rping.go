@@ -62,6 +62,14 @@ type Options struct {
 	Out     io.Writer
 	// Timeout bounds every wait for the peer.
 	Timeout time.Duration
+	// SelfQP creates the QP with verbs instead of through the CM and
+	// moves it through INIT, RTR and RTS itself with InitQPAttr (rping
+	// -q): the CM knows only its number. The client then gets
+	// CONNECT_RESPONSE instead of ESTABLISHED and completes the
+	// connection with Establish (rdma_establish); the server moves its QP
+	// to RTS before it accepts. Either side may be rping with or
+	// without -q.
+	SelfQP bool
 	// CM opens the connection manager; Device, if set, is used instead.
 	CM     cm.Options
 	Device *cm.Device
@@ -142,8 +150,58 @@ func (s *side) qpAttr() verbsio.QPInitAttr {
 		Cap: verbsio.QPCap{MaxSendWR: 16, MaxRecvWR: 2, MaxSendSGE: 1, MaxRecvSGE: 1}}
 }
 
-func connParam() *cm.ConnParam {
-	return &cm.ConnParam{ResponderResources: resources, InitiatorDepth: resources, RetryCount: 7, RNRRetryCount: 7}
+func (s *side) connParam() *cm.ConnParam {
+	p := &cm.ConnParam{ResponderResources: resources, InitiatorDepth: resources, RetryCount: 7, RNRRetryCount: 7}
+	if s.o.SelfQP {
+		p.QPNum = s.qp.QPN()
+	}
+	return p
+}
+
+// createQP creates the side's QP: through the CM on s.id, or with -q
+// (SelfQP) with verbs, moved to INIT with the CM's attributes (the port,
+// so that receives can be posted).
+func (s *side) createQP() error {
+	var err error
+	if !s.o.SelfQP {
+		s.qp, err = s.id.CreateQP(s.pd, s.qpAttr())
+		return err
+	}
+	if s.qp, err = s.pd.CreateQP(s.qpAttr()); err != nil {
+		return fmt.Errorf("rping: create the QP (-q): %w", err)
+	}
+	a, m, err := s.id.InitQPAttr(verbsio.QPStateInit)
+	if err == nil {
+		err = s.qp.Modify(&a, m)
+	}
+	if err != nil {
+		return fmt.Errorf("rping: move the QP to INIT (-q): %w", err)
+	}
+	return nil
+}
+
+// selfModify moves a -q QP through INIT, RTR and RTS with the attributes
+// the CM gives for each (rdma_init_qp_attr).
+func (s *side) selfModify() error {
+	for _, st := range []verbsio.QPState{verbsio.QPStateInit, verbsio.QPStateRTR, verbsio.QPStateRTS} {
+		a, m, err := s.id.InitQPAttr(st)
+		if err == nil {
+			err = s.qp.Modify(&a, m)
+		}
+		if err != nil {
+			return fmt.Errorf("rping: move the QP to %s with the CM's attributes (-q): %w", st, err)
+		}
+	}
+	return nil
+}
+
+// disconnect sends the DREQ; a -q QP is moved to ERR first, as the CM
+// does with its own.
+func (s *side) disconnect() {
+	if s.o.SelfQP && s.qp != nil {
+		_ = s.qp.Modify(&verbsio.QPAttr{State: verbsio.QPStateErr}, verbsio.QPAttrState)
+	}
+	_ = s.id.Disconnect()
 }
 
 func (s *side) postRecv() error {
@@ -242,6 +300,9 @@ func (s *side) close() error {
 	if s.id != nil {
 		errs = append(errs, s.id.Destroy(), s.id.DestroyQP())
 	}
+	if s.o.SelfQP && s.qp != nil {
+		errs = append(errs, s.qp.Destroy())
+	}
 	if s.mr != nil {
 		errs = append(errs, s.mr.Dereg())
 	}
@@ -316,13 +377,19 @@ func Server(dev *verbsio.Context, addr netip.AddrPort, o Options, listening func
 		}
 	}
 	s.id = ev.ID
-	if s.qp, err = s.id.CreateQP(s.pd, s.qpAttr()); err != nil {
+	if err := s.createQP(); err != nil {
 		return 0, err
 	}
 	if err := s.postRecv(); err != nil {
 		return 0, err
 	}
-	if err := s.id.Accept(connParam()); err != nil {
+	if o.SelfQP {
+		if err := s.selfModify(); err != nil {
+			_ = s.id.Reject(nil)
+			return 0, err
+		}
+	}
+	if err := s.id.Accept(s.connParam()); err != nil {
 		return 0, fmt.Errorf("rping: accept: %w", err)
 	}
 	served := 0
@@ -367,7 +434,7 @@ func Server(dev *verbsio.Context, addr netip.AddrPort, o Options, listening func
 			return served, err
 		}
 	}
-	_ = s.id.Disconnect() // the DREP
+	s.disconnect() // the DREP
 	return served, nil
 }
 
@@ -415,7 +482,7 @@ func Client(dev *verbsio.Context, src netip.Addr, dst netip.AddrPort, o Options)
 			fmt.Fprintf(o.Out, "ping data: %s\n", cString(s.buf[sink:sink+o.Size]))
 		}
 	}
-	_ = s.id.Disconnect()
+	s.disconnect()
 	deadline := time.Now().Add(o.Timeout)
 	for time.Now().Before(deadline) && !s.disconnected() {
 		time.Sleep(time.Millisecond)
@@ -449,15 +516,28 @@ func (s *side) connect(src netip.Addr, dst netip.AddrPort) error {
 	if err := wait(cm.EventRouteResolved); err != nil {
 		return err
 	}
-	var err error
-	if s.qp, err = s.id.CreateQP(s.pd, s.qpAttr()); err != nil {
+	if err := s.createQP(); err != nil {
 		return err
 	}
 	if err := s.postRecv(); err != nil {
 		return err
 	}
-	if err := s.id.Connect(connParam()); err != nil {
+	if err := s.id.Connect(s.connParam()); err != nil {
 		return err
 	}
-	return wait(cm.EventEstablished)
+	if !s.o.SelfQP {
+		return wait(cm.EventEstablished)
+	}
+	// -q: the CM has no QP to move; this side does, then sends the RTU.
+	if err := wait(cm.EventConnectResponse); err != nil {
+		return err
+	}
+	if err := s.selfModify(); err != nil {
+		_ = s.id.Reject(nil)
+		return err
+	}
+	if err := s.id.Establish(); err != nil {
+		return fmt.Errorf("rping: establish (-q): %w", err)
+	}
+	return nil
 }

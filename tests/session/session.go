@@ -451,18 +451,24 @@ func (s *Session) addQP(qp *verbsio.QP) {
 // connections, another empty key exchange.
 func (s *Session) connectCM(ctx context.Context) error {
 	sp := &s.Spec
-	if err := s.Serve(func() error { return s.Conn.Sync(ctx, "sync before the rdma_cm connection of the test QPs", 0) }); err != nil {
-		return err
-	}
 	var reads uint8
 	if sp.Verb == Read || sp.Verb == Atomic {
 		reads = uint8(s.outReads)
 	}
-	dqs, err := s.cm.ConnectQPs(ctx, rdmacm.QPSpec{
+	spec := rdmacm.QPSpec{
 		N: sp.QPs, Type: sp.Type, PD: s.PD, Attr: s.qpInitAttr, Reads: reads, ACKTimeout: sp.QPTimeout,
 		UDQPNMessage: sp.PeerSends,
 		Scratch:      func(i int) verbsio.SGE { return s.MR.SGE(s.regionOff(i)+s.sendBytes, rdmacm.UDQPNMessageSize) },
-	})
+	}
+	// The server listens before the sync, so the client, which connects
+	// right after it, is never refused (perftest 4.5 gives up at once).
+	if err := s.cm.ListenQPs(spec); err != nil {
+		return err
+	}
+	if err := s.Serve(func() error { return s.Conn.Sync(ctx, "sync before the rdma_cm connection of the test QPs", 0) }); err != nil {
+		return err
+	}
+	dqs, err := s.cm.ConnectQPs(ctx, spec)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ type rpingOptions struct {
 	port             int
 	count, size      int
 	verbose, valid   bool
+	selfQP           bool
 	device           string
 	udpPort, peerUDP int
 	timeout          time.Duration
@@ -37,7 +38,8 @@ the client's second buffer, COUNT times. Either side can be rdma-core's rping.
 
 Examples:
   rperf rping -s -a 10.0.0.1 -v              server (one client, then exit)
-  rperf rping -c -a 10.0.0.1 -C 3 -v -V      client, 3 pings, checked`,
+  rperf rping -c -a 10.0.0.1 -C 3 -v -V      client, 3 pings, checked
+  rperf rping -c -a 10.0.0.1 -C 3 -q         the same with a QP of its own (deferred establish)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return oneLine(o.run(cmd))
@@ -54,6 +56,7 @@ Examples:
 	fs.IntVarP(&o.size, "size", "S", rping.DefaultSize, fmt.Sprintf("ping size in bytes (%d..%d)", rping.MinSize, rping.MaxSize))
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "print each ping's data, as rping -v")
 	fs.BoolVarP(&o.valid, "validate", "V", false, "check each echo against what was sent (rping -V)")
+	fs.BoolVarP(&o.selfQP, "self-qp", "q", false, "use a self-created, self-modified QP (rping -q): created with verbs, moved to RTS with the CM's attributes (rdma_init_qp_attr); the client completes the connection with rdma_establish")
 	fs.StringVarP(&o.device, "ib-dev", "d", DefaultDevice, "device")
 	fs.IntVar(&o.udpPort, udpPortFlag, verbsio.RoCEv2Port, "UDP port of a udp_<netdev> device; 0: any free port")
 	fs.IntVar(&o.peerUDP, peerUDPPortFlag, verbsio.RoCEv2Port, "the client's target UDP port on a udp_<netdev> device: the server engine's --udp-port (4791 for a Linux RoCE peer)")
@@ -98,7 +101,7 @@ func (o *rpingOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer dev.Close()
-	opts := rping.Options{Count: o.count, Size: o.size, Validate: o.valid, Verbose: o.verbose, Out: cmd.OutOrStdout(), Timeout: o.timeout}
+	opts := rping.Options{Count: o.count, Size: o.size, Validate: o.valid, Verbose: o.verbose, SelfQP: o.selfQP, Out: cmd.OutOrStdout(), Timeout: o.timeout}
 	if _, udp := verbsio.UDPNetdev(o.device); udp && o.peerUDP != verbsio.RoCEv2Port {
 		port := uint16(o.peerUDP)
 		opts.CM = cm.Options{PeerMADPort: func(netip.Addr) uint16 { return port }}

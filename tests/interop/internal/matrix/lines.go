@@ -43,6 +43,11 @@ var Rping = Peer{Name: "rping rdma-core", Kind: RpingPeer, Dir: "/usr/bin"}
 // on both sides (-s/-c and -a are added by role).
 var RpingCase = Case{Test: "rping", Flags: "-C 3 -v -V"}
 
+// RpingCases are the rping exchanges: RpingCase, and the same with -q on
+// both sides (each creates its QP itself and moves it with
+// rdma_init_qp_attr; the client completes with rdma_establish).
+var RpingCases = []Case{RpingCase, {Test: "rping", Flags: "-C 3 -v -V -q"}}
+
 // RpingPort is rping's default rdma_cm port.
 const RpingPort = 7174
 
@@ -312,8 +317,10 @@ func Build(perftests []Peer) []Line {
 			}
 		}
 	}
-	for _, srv := range []bool{false, true} {
-		add(Line{Case: RpingCase, Setup: HostUDP, Peer: Rping, RperfServer: srv})
+	for _, c := range RpingCases {
+		for _, srv := range []bool{false, true} {
+			add(Line{Case: c, Setup: HostUDP, Peer: Rping, RperfServer: srv})
+		}
 	}
 	for _, p := range append([]Peer{rperf}, perftests...) {
 		for _, c := range VMCases() {
@@ -335,8 +342,10 @@ func Build(perftests []Peer) []Line {
 			}
 		}
 	}
-	for _, srv := range []bool{false, true} {
-		add(Line{Case: RpingCase, Setup: VMIbverbs, Peer: Rping, RperfServer: srv})
+	for _, c := range RpingCases {
+		for _, srv := range []bool{false, true} {
+			add(Line{Case: c, Setup: VMIbverbs, Peer: Rping, RperfServer: srv})
+		}
 	}
 	for _, c := range SingleCases() {
 		add(Line{Case: c, Setup: VMIbverbs, Single: true})

@@ -39,25 +39,50 @@ func TestBuild(t *testing.T) {
 	}
 	hc := len(HostCases())
 	vc := len(VMCases())
-	for _, p := range testPeers {
+	for i, p := range testPeers {
+		vcm := 0
+		if i == 0 {
+			vcm = len(VMCMCases()) // -R in the VM: the first peer only
+		}
 		for _, srv := range []bool{false, true} {
 			if got := count[fmt.Sprintf("%v/%s/%v", HostUDP, p.Name, srv)]; got != hc {
 				t.Errorf("host lines against %s, server=%v: %d, want %d", p.Name, srv, got, hc)
 			}
-			if got := count[fmt.Sprintf("%v/%s/%v", VMIbverbs, p.Name, srv)]; got != vc {
-				t.Errorf("vm lines against %s, server=%v: %d, want %d", p.Name, srv, got, vc)
+			if got := count[fmt.Sprintf("%v/%s/%v", VMIbverbs, p.Name, srv)]; got != vc+vcm {
+				t.Errorf("vm lines against %s, server=%v: %d, want %d", p.Name, srv, got, vc+vcm)
 			}
 		}
 	}
 	if got, want := count[fmt.Sprintf("%v/rperf/false", VMIbverbs)], vc+len(VMRperfOnly()); got != want {
 		t.Errorf("vm rperf-to-rperf lines: %d, want %d", got, want)
 	}
-	for _, srv := range []bool{false, true} {
-		if got := count[fmt.Sprintf("%v/%s/%v", HostUDP, Rping.Name, srv)]; got != 1 {
-			t.Errorf("rping lines, rperf server=%v: %d, want 1", srv, got)
+	rc := len(RpingCases)
+	for _, setup := range []Setup{HostUDP, VMIbverbs} {
+		for _, srv := range []bool{false, true} {
+			if got := count[fmt.Sprintf("%v/%s/%v", setup, Rping.Name, srv)]; got != rc {
+				t.Errorf("rping lines (%v), rperf server=%v: %d, want %d", setup, srv, got, rc)
+			}
 		}
 	}
-	want := len(testPeers)*2*hc + 2 + vc + len(testPeers)*2*vc + len(VMRperfOnly()) + len(SingleCases())
+	// The -R lines in the VM run against the first perftest peer only.
+	for i, p := range testPeers {
+		want := 0
+		if i == 0 {
+			want = len(VMCMCases())
+		}
+		for _, srv := range []bool{false, true} {
+			n := 0
+			for _, l := range ls {
+				if l.Setup == VMIbverbs && l.Peer.Name == p.Name && l.RperfServer == srv && l.Listener().CM {
+					n++
+				}
+			}
+			if n != want {
+				t.Errorf("vm -R lines against %s, server=%v: %d, want %d", p.Name, srv, n, want)
+			}
+		}
+	}
+	want := len(testPeers)*2*hc + 2*2*rc + vc + len(testPeers)*2*vc + 2*len(VMCMCases()) + len(VMRperfOnly()) + len(SingleCases())
 	if len(ls) != want {
 		t.Errorf("%d lines, want %d", len(ls), want)
 	}
