@@ -30,6 +30,12 @@ type QPSpec struct {
 	// RTS attributes instead of the one it computes from the path. 0
 	// leaves the CM's.
 	ACKTimeout uint8
+	// PathMTU lowers the RC QPs' path MTU below the route's (perftest -m,
+	// which perftest itself does not apply with -R): the client's
+	// requests carry it, so both sides' QPs get it, where the CM builds
+	// its routes itself (rperf's engine; see cm.ConnParam.PathMTU). The
+	// QPs' attributes say what they got.
+	PathMTU verbsio.MTU
 	// UDQPNMessage: the client sends its UD QP's number to the server in
 	// a SEND_WITH_IMM, which the server waits for (perftest does it when
 	// the server sends too: latency and bidirectional tests). Scratch is
@@ -89,7 +95,11 @@ func portSpace(t verbsio.QPType) cm.PortSpace {
 }
 
 func (c *Channel) connParam(spec QPSpec) *cm.ConnParam {
-	return &cm.ConnParam{ResponderResources: spec.Reads, InitiatorDepth: spec.Reads, RetryCount: 7, RNRRetryCount: 7}
+	p := &cm.ConnParam{ResponderResources: spec.Reads, InitiatorDepth: spec.Reads, RetryCount: 7, RNRRetryCount: 7}
+	if spec.Type == verbsio.QPTypeRC {
+		p.PathMTU = spec.PathMTU
+	}
+	return p
 }
 
 // connectQPs is the client's side.

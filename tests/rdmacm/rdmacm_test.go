@@ -129,7 +129,8 @@ func TestChannel(t *testing.T) {
 
 // TestConnectQPs: three RC QPs connected through rdma_cm between the
 // channels' ends carry a SEND each; each side's -u reached its QPs (the
-// server's and the client's differ); the client closes them gracefully
+// server's and the client's differ), and the client's -m both sides'
+// (through the REQ); the client closes them gracefully
 // (DREQ, the server's DREP) before the channels go.
 func TestConnectQPs(t *testing.T) {
 	srv, cli := pair(t, 7711)
@@ -141,9 +142,10 @@ func TestConnectQPs(t *testing.T) {
 		mr  *verbsio.MR
 		qps []*DataQP
 		ack uint8
+		mtu verbsio.MTU
 	}
-	mk := func(c *Channel, ack uint8) *end {
-		e := &end{c: c, ack: ack}
+	mk := func(c *Channel, ack uint8, mtu verbsio.MTU) *end {
+		e := &end{c: c, ack: ack, mtu: mtu}
 		var err error
 		if e.pd, err = c.dev.AllocPD(); err != nil {
 			t.Fatal(err)
@@ -159,9 +161,9 @@ func TestConnectQPs(t *testing.T) {
 		}
 		return e
 	}
-	s, c := mk(srv, 9), mk(cli, 17)
+	s, c := mk(srv, 9, 0), mk(cli, 17, verbsio.MTU512)
 	spec := func(e *end) QPSpec {
-		return QPSpec{N: 3, Type: verbsio.QPTypeRC, PD: e.pd, ACKTimeout: e.ack, Attr: func(int) verbsio.QPInitAttr {
+		return QPSpec{N: 3, Type: verbsio.QPTypeRC, PD: e.pd, ACKTimeout: e.ack, PathMTU: e.mtu, Attr: func(int) verbsio.QPInitAttr {
 			return verbsio.QPInitAttr{Type: verbsio.QPTypeRC, SendCQ: e.cq, RecvCQ: e.cq,
 				Cap: verbsio.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}
 		}}
@@ -188,8 +190,8 @@ func TestConnectQPs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.State != verbsio.QPStateRTS || a.Timeout != e.ack {
-				t.Errorf("server=%v QP %d: state %v, ACK timeout %d; want RTS and %d (-u)", e.c.Server(), i, a.State, a.Timeout, e.ack)
+			if a.State != verbsio.QPStateRTS || a.Timeout != e.ack || a.PathMTU != verbsio.MTU512 {
+				t.Errorf("server=%v QP %d: state %v, ACK timeout %d, path MTU %v; want RTS, %d (-u) and the client's 512", e.c.Server(), i, a.State, a.Timeout, a.PathMTU, e.ack)
 			}
 		}
 	}

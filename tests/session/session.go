@@ -456,7 +456,7 @@ func (s *Session) connectCM(ctx context.Context) error {
 		reads = uint8(s.outReads)
 	}
 	spec := rdmacm.QPSpec{
-		N: sp.QPs, Type: sp.Type, PD: s.PD, Attr: s.qpInitAttr, Reads: reads, ACKTimeout: sp.QPTimeout,
+		N: sp.QPs, Type: sp.Type, PD: s.PD, Attr: s.qpInitAttr, Reads: reads, ACKTimeout: sp.QPTimeout, PathMTU: s.MTU,
 		UDQPNMessage: sp.PeerSends,
 		Scratch:      func(i int) verbsio.SGE { return s.MR.SGE(s.regionOff(i)+s.sendBytes, rdmacm.UDQPNMessageSize) },
 	}
@@ -471,6 +471,18 @@ func (s *Session) connectCM(ctx context.Context) error {
 	dqs, err := s.cm.ConnectQPs(ctx, spec)
 	if err != nil {
 		return err
+	}
+	if sp.Type == verbsio.QPTypeRC && len(dqs) > 0 {
+		// The QPs' path MTU is the one the client's CM put in its
+		// requests (-m where that CM honours it, the route's otherwise):
+		// report that one.
+		a, err := dqs[0].QP.Query()
+		if err != nil {
+			return fmt.Errorf("query test QP 1: %w", err)
+		}
+		if a.PathMTU.Valid() {
+			s.MTU = a.PathMTU
+		}
 	}
 	for _, d := range dqs {
 		// The CM's RTR leaves the minimum RNR timer at 0, which means

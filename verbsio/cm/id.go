@@ -490,6 +490,9 @@ func (id *ID) Connect(p *ConnParam) error {
 		defer mu.Unlock()
 		return id.kernelConnect(p, qpn)
 	}
+	if p.PathMTU.Valid() && p.PathMTU < id.route.PathMTU {
+		id.route.PathMTU = p.PathMTU
+	}
 	id.cmID = d.cm.CreateID(id)
 	var err error
 	if id.qpType == verbsio.QPTypeUD {
