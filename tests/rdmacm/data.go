@@ -31,10 +31,9 @@ type QPSpec struct {
 	// leaves the CM's.
 	ACKTimeout uint8
 	// PathMTU lowers the RC QPs' path MTU below the route's (perftest -m,
-	// which perftest itself does not apply with -R): the client's
-	// requests carry it, so both sides' QPs get it, where the CM builds
-	// its routes itself (rperf's engine; see cm.ConnParam.PathMTU). The
-	// QPs' attributes say what they got.
+	// which perftest itself does not apply with -R): the client limits
+	// its routes (cm.ID.LimitPathMTU) and its requests carry the MTU, so
+	// both sides' QPs get it. The QPs' attributes say what they got.
 	PathMTU verbsio.MTU
 	// UDQPNMessage: the client sends its UD QP's number to the server in
 	// a SEND_WITH_IMM, which the server waits for (perftest does it when
@@ -95,11 +94,7 @@ func portSpace(t verbsio.QPType) cm.PortSpace {
 }
 
 func (c *Channel) connParam(spec QPSpec) *cm.ConnParam {
-	p := &cm.ConnParam{ResponderResources: spec.Reads, InitiatorDepth: spec.Reads, RetryCount: 7, RNRRetryCount: 7}
-	if spec.Type == verbsio.QPTypeRC {
-		p.PathMTU = spec.PathMTU
-	}
-	return p
+	return &cm.ConnParam{ResponderResources: spec.Reads, InitiatorDepth: spec.Reads, RetryCount: 7, RNRRetryCount: 7}
 }
 
 // connectQPs is the client's side.
@@ -134,6 +129,9 @@ func (c *Channel) connectQP(spec QPSpec, i int, dst netip.AddrPort) (*DataQP, er
 	}
 	d := &DataQP{ID: id}
 	err = setACKTimeout(spec, id)
+	if err == nil && spec.Type == verbsio.QPTypeRC && spec.PathMTU.Valid() {
+		err = id.LimitPathMTU(spec.PathMTU)
+	}
 	if err == nil {
 		d.QP, err = c.resolveAndCreate(c.dch, id, c.local.Addr(), dst, spec.PD, spec.Attr(i))
 	}

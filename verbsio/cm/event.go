@@ -70,13 +70,6 @@ type ConnParam struct {
 	QPNum uint32
 	// QKey is the Q_Key a UD Accept hands out (default 0x01234567).
 	QKey uint32
-	// PathMTU, when valid and below the route's, lowers the path MTU of
-	// an RC or UC Connect: the REQ carries it, so the passive side's QP
-	// gets it too, and so does this side's. It is not librdmacm's (which
-	// has no such parameter): the engine's CM, which builds its routes
-	// itself, honours it; the kernel's CM keeps its route's MTU. Either
-	// way Route().PathMTU and the QP's attributes say what was used.
-	PathMTU verbsio.MTU
 }
 
 // MaxResources in ConnParam's ResponderResources or InitiatorDepth asks

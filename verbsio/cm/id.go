@@ -108,6 +108,7 @@ type ID struct {
 	reuseAddr  bool
 	ackTimeout uint8
 	ackSet     bool
+	mtuLimit   verbsio.MTU
 	destroyed  bool
 
 	// kh is the identifier's librdmacm identifier on a device the
@@ -212,6 +213,31 @@ func (id *ID) SetOption(o Option, v int) error {
 	if id.kh != nil {
 		return id.kh.setOption(o, v)
 	}
+	return nil
+}
+
+// LimitPathMTU caps the path MTU of the route ResolveRoute builds (call it
+// before): the REQ carries the route's MTU, so both sides' QPs of an RC
+// or UC connection get it. It is rperf's, not librdmacm's, which has no
+// such call: the engine's CM builds its routes itself and takes the
+// smaller MTU; on a kernel device a limit below the port's active MTU
+// makes ResolveRoute give the kernel a path record of its own
+// (rdma_set_option with RDMA_OPTION_IB_PATH, as an SA would answer: the
+// addresses' GIDs, this MTU, and the hop limit, traffic class, flow label
+// and packet life time the kernel's RoCE route would have) instead of
+// calling rdma_resolve_route. Route().PathMTU says what the route got.
+func (id *ID) LimitPathMTU(m verbsio.MTU) error {
+	if !m.Valid() {
+		return id.err("rdma_set_option", unix.EINVAL, "path MTU %d is not an MTU (1: 256 ... 5: 4096)", m)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	switch id.state {
+	case stateIdle, stateAddrQuery, stateAddrResolved, stateAddrBound:
+	default:
+		return id.wrongState("limit the path MTU (before rdma_resolve_route)")
+	}
+	id.mtuLimit = m
 	return nil
 }
 
@@ -414,7 +440,7 @@ func (id *ID) ResolveRoute(timeout time.Duration) error {
 	}
 	if id.kh != nil {
 		defer mu.Unlock()
-		if err := id.kh.resolveRoute(timeout); err != nil {
+		if err := id.kernelResolveRoute(timeout); err != nil {
 			return err
 		}
 		id.state = stateRouteQuery
@@ -430,6 +456,9 @@ func (id *ID) ResolveRoute(timeout time.Duration) error {
 	}
 	if id.route.PathMTU == 0 {
 		id.route.PathMTU = verbsio.MTU1024
+	}
+	if id.mtuLimit.Valid() && id.mtuLimit < id.route.PathMTU {
+		id.route.PathMTU = id.mtuLimit
 	}
 	id.state = stateRouteResolved
 	ch := id.ch
@@ -489,9 +518,6 @@ func (id *ID) Connect(p *ConnParam) error {
 	if id.kh != nil {
 		defer mu.Unlock()
 		return id.kernelConnect(p, qpn)
-	}
-	if p.PathMTU.Valid() && p.PathMTU < id.route.PathMTU {
-		id.route.PathMTU = p.PathMTU
 	}
 	id.cmID = d.cm.CreateID(id)
 	var err error

@@ -44,6 +44,10 @@ type kernelHandle interface {
 	bind(a netip.AddrPort) error
 	resolveAddr(src netip.Addr, dst netip.AddrPort, timeout time.Duration) error
 	resolveRoute(timeout time.Duration) error
+	// setPath is rdma_set_option(RDMA_OPTION_IB, RDMA_OPTION_IB_PATH)
+	// with one primary, bidirectional path record: ROUTE_RESOLVED
+	// follows as after rdma_resolve_route.
+	setPath(p pathRecord) error
 	listen(backlog int) error
 	// connect is rdma_connect (accept: rdma_accept) with qpn as the QP.
 	connect(p *ConnParam, qpn uint32, accept bool) error
@@ -182,6 +186,43 @@ func (id *ID) kernelDrop() kernelHandle {
 	}
 	id.kh = nil
 	return h
+}
+
+// pathRecord is a path as an SA answers it (struct ibv_path_record),
+// host order.
+type pathRecord struct {
+	serviceID      uint64
+	dgid, sgid     verbsio.GID
+	flowLabel      uint32
+	hopLimit       uint8
+	trafficClass   uint8
+	pkey           uint16
+	mtu            verbsio.MTU
+	packetLifeTime uint8
+}
+
+// kernelResolveRoute is ResolveRoute on the kernel's CM: rdma_resolve_route,
+// or with a path MTU limit below the port's active MTU a path record of
+// rperf's own with that MTU (LimitPathMTU). mu is held.
+func (id *ID) kernelResolveRoute(timeout time.Duration) error {
+	d := id.dev
+	if !id.mtuLimit.Valid() || d == nil || id.mtuLimit >= d.pattr.ActiveMTU {
+		return id.kh.resolveRoute(timeout)
+	}
+	id.kernelRefresh()
+	if !id.src.IsValid() || !id.dst.IsValid() {
+		return id.err("rdma_set_option", unix.EINVAL, "the addresses are not resolved (ResolveAddr first)")
+	}
+	// What the kernel's RoCE route holds (cma_resolve_iboe_route): the
+	// addresses' GIDs, hop limit 64 (the IP route's default), the ToS,
+	// the flow label of the ports, rdma_cm's RoCE packet life time.
+	return id.kh.setPath(pathRecord{
+		serviceID: mad.ServiceID(id.ps, id.dst.Port()),
+		sgid:      verbsio.GIDFromAddr(id.src.Addr()), dgid: verbsio.GIDFromAddr(id.dst.Addr()),
+		flowLabel: (uint32(id.src.Port())*31 + uint32(id.dst.Port())) & 0xfffff,
+		hopLimit:  64, trafficClass: id.tos, pkey: 0xffff, mtu: id.mtuLimit,
+		packetLifeTime: d.opts.PacketLifeTime,
+	})
 }
 
 // kernelRefresh copies the handle's addresses and route into id. mu is

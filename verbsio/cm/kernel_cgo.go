@@ -164,6 +164,15 @@ func (h *cHandle) resolveRoute(timeout time.Duration) error {
 	return h.call("rdma_resolve_route", 1, C.int(timeout.Milliseconds()), "")
 }
 
+func (h *cHandle) setPath(p pathRecord) error {
+	if e := C.rperf_cm_set_path(h.c.v, h.id, C.uint64_t(p.serviceID), (*C.uint8_t)(unsafe.Pointer(&p.dgid[0])),
+		(*C.uint8_t)(unsafe.Pointer(&p.sgid[0])), C.uint32_t(p.flowLabel), C.uint8_t(p.hopLimit), C.uint8_t(p.trafficClass),
+		C.uint16_t(p.pkey), C.uint8_t(p.mtu), C.uint8_t(p.packetLifeTime)); e != 0 {
+		return cmErr("rdma_set_option", e, "RDMA_OPTION_IB_PATH: %v to %v, MTU %d", p.sgid, p.dgid, p.mtu.Bytes())
+	}
+	return nil
+}
+
 func (h *cHandle) listen(backlog int) error { return h.call("rdma_listen", 2, C.int(backlog), "") }
 func (h *cHandle) establish() error         { return h.call("rdma_establish", 3, 0, "") }
 func (h *cHandle) notify() error            { return h.call("rdma_notify", 4, 0, "COMM_EST") }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/cm/internal/fakecm"
+	"github.com/rperf/rperf/verbsio/cm/mad"
 )
 
 // These tests run the ibverbs build's kernel CM (the cm API mapped onto
@@ -468,5 +469,62 @@ func TestKernelUC(t *testing.T) {
 	id, _ := s.ch.CreateID(nil, PortSpaceTCP, verbsio.QPTypeUC)
 	if err := id.ResolveAddr(kLocal, kRemote, time.Second); !errors.Is(err, unix.EOPNOTSUPP) {
 		t.Errorf("ResolveAddr of a UC identifier on the kernel's CM: %v, want EOPNOTSUPP", err)
+	}
+}
+
+// TestKernelPathMTU: a path MTU limit below the port's active MTU makes
+// ResolveRoute hand librdmacm a path record of its own (RDMA_OPTION_IB_PATH:
+// the addresses' GIDs, the limit, the service ID of the port, the flow
+// label of the ports, hop limit 64, P_Key 0xffff, the packet life time)
+// instead of rdma_resolve_route, and the route has the limit; a limit at
+// or above the active MTU leaves rdma_resolve_route alone.
+func TestKernelPathMTU(t *testing.T) {
+	for _, tt := range []struct {
+		limit verbsio.MTU
+		set   bool
+	}{{verbsio.MTU256, true}, {verbsio.MTU4096, false}} {
+		t.Run(tt.limit.String(), func(t *testing.T) {
+			s := newKernelSide(t)
+			id, err := s.ch.CreateID(nil, PortSpaceTCP, verbsio.QPTypeRC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := id.LimitPathMTU(tt.limit); err != nil {
+				t.Fatal(err)
+			}
+			s.resolve(t, id)
+			p, set := s.f.PathSet()
+			calls := s.f.Calls()
+			if set != tt.set || slices.Contains(calls, "resolve_route") == tt.set {
+				t.Fatalf("path record set %v, calls %v; want a record: %v", set, calls, tt.set)
+			}
+			if !tt.set {
+				if r := id.Route(); r.PathMTU != verbsio.MTU1024 {
+					t.Errorf("route MTU %v, want the kernel's 1024", r.PathMTU)
+				}
+				return
+			}
+			src := id.LocalAddr()
+			want := fakecm.Path{Flags: 1 | 2 | 8 | 32, ServiceID: mad.ServiceID(PortSpaceTCP, kRemote.Port()),
+				DGID: verbsio.GIDFromAddr(kRemote.Addr()), SGID: verbsio.GIDFromAddr(kLocal),
+				FlowLabel: (uint32(src.Port())*31 + uint32(kRemote.Port())) & 0xfffff, HopLimit: 64,
+				Reversible: true, NumPath: 1, PKey: 0xffff, MTU: uint8(verbsio.MTU256), MTUSelector: 2,
+				PacketLifeTime: DefaultPacketLifeTime}
+			if p != want {
+				t.Errorf("path record\n%+v, want\n%+v", p, want)
+			}
+			if r := id.Route(); r.PathMTU != verbsio.MTU256 || r.HopLimit != 64 {
+				t.Errorf("route %+v, want MTU 256 and hop limit 64", r)
+			}
+		})
+	}
+	s := newKernelSide(t)
+	id, _ := s.ch.CreateID(nil, PortSpaceTCP, verbsio.QPTypeRC)
+	s.resolve(t, id)
+	if err := id.LimitPathMTU(verbsio.MTU512); err == nil {
+		t.Error("LimitPathMTU after the route was resolved: no error")
+	}
+	if err := id.LimitPathMTU(0); err == nil {
+		t.Error("LimitPathMTU(0): no error")
 	}
 }

@@ -1,10 +1,13 @@
 //go:build linux && cgo && ibverbs
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+
+#include <infiniband/sa.h>
 
 #include "rdmacm.h"
 
@@ -218,6 +221,30 @@ int rperf_cm_set_option(const struct rperf_rdmacm *v, struct rdma_cm_id *id, int
 	if (name == RDMA_OPTION_ID_REUSEADDR)
 		return err_of(v->set_option(id, RDMA_OPTION_ID, name, &val, sizeof(val)));
 	return err_of(v->set_option(id, RDMA_OPTION_ID, name, &b, sizeof(b)));
+}
+
+int rperf_cm_set_path(const struct rperf_rdmacm *v, struct rdma_cm_id *id, uint64_t service_id, const uint8_t *dgid,
+		      const uint8_t *sgid, uint32_t flow_label, uint8_t hop_limit, uint8_t tclass, uint16_t pkey, uint8_t mtu,
+		      uint8_t packet_life_time)
+{
+	struct ibv_path_data pd;
+	struct ibv_path_record *r = &pd.path;
+
+	memset(&pd, 0, sizeof(pd));
+	// The kernel takes the one record flagged GMP, primary and
+	// bidirectional (ucma_set_ib_path).
+	pd.flags = IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY | IBV_PATH_FLAG_BIDIRECTIONAL;
+	r->service_id = htobe64(service_id);
+	memcpy(r->dgid.raw, dgid, 16);
+	memcpy(r->sgid.raw, sgid, 16);
+	r->flowlabel_hoplimit = htobe32((flow_label & 0xfffff) << 8 | hop_limit);
+	r->tclass = tclass;
+	r->reversible_numpath = 0x80 | 1;
+	r->pkey = htobe16(pkey);
+	r->mtu = 2 << 6 | (mtu & 0x3f);		      // selector 2: exactly
+	r->packetlifetime = 2 << 6 | (packet_life_time & 0x3f);
+	errno = 0;
+	return err_of(v->set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, &pd, sizeof(pd)));
 }
 
 void rperf_cm_close_channel(const struct rperf_rdmacm *v, struct rdma_event_channel *ch)

@@ -111,6 +111,14 @@ int rperf_cm_reject(const struct rperf_rdmacm *v, struct rdma_cm_id *id, const v
 // as a uint8_t, REUSEADDR as an int. 0 or the errno.
 int rperf_cm_set_option(const struct rperf_rdmacm *v, struct rdma_cm_id *id, int name, int val);
 
+// rperf_cm_set_path hands the identifier one primary, bidirectional path
+// record (rdma_set_option RDMA_OPTION_IB, RDMA_OPTION_IB_PATH) built from
+// the arguments, which are in host order (the GIDs in network order). 0
+// or the errno.
+int rperf_cm_set_path(const struct rperf_rdmacm *v, struct rdma_cm_id *id, uint64_t service_id, const uint8_t *dgid,
+		      const uint8_t *sgid, uint32_t flow_label, uint8_t hop_limit, uint8_t tclass, uint16_t pkey, uint8_t mtu,
+		      uint8_t packet_life_time);
+
 // rperf_cm_close_channel is destroy_event_channel through v.
 void rperf_cm_close_channel(const struct rperf_rdmacm *v, struct rdma_event_channel *ch);
 

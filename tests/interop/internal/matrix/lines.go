@@ -239,6 +239,12 @@ func HostCases() []Case {
 	add(Case{Test: "send-lat", Flags: "-R -c UD -s 1024 -n 200"})
 	add(Case{Test: "send-bw", Flags: "-R -c UD -s 1024 -n 200"})
 	add(Case{Test: "write-bw", Flags: "-R -q 4 -n 100"})
+	// -m with -R: the client's REQ carries the MTU to both sides' QPs
+	// (rxe answers a multi-packet RDMA WRITE whose first packet is not
+	// its QP's MTU with a length error, so 4 KiB writes both ways pass
+	// only when both QPs have 512); perftest's client leaves its CM's
+	// MTU, and so both sides have it when rperf serves.
+	add(Case{Test: "write-lat", Flags: "-R -m 512 -s 4096 -n 200"})
 	// Mismatched flags: rperf must end with a clear error, nothing hangs.
 	for _, c := range []Case{
 		{Test: "write-lat", Flags: "-s 64 -n 200", PeerFlags: "-s 128 -n 200"},
@@ -275,7 +281,7 @@ func VMCMCases() []Case {
 		cs = append(cs, Case{Test: t, Flags: "-R -c UD " + iters(t)})
 		cs = append(cs, Case{Test: t, Flags: "-R -c UD -s 1024 " + iters(t)})
 	}
-	return append(cs, Case{Test: "write-bw", Flags: "-R -q 4 -n 100"})
+	return append(cs, Case{Test: "write-bw", Flags: "-R -q 4 -n 100"}, Case{Test: "write-lat", Flags: "-R -m 512 -s 4096 -n 200"})
 }
 
 // VMRperfOnly are cases run rperf-to-rperf in the VM only: mismatches

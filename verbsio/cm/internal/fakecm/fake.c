@@ -1,5 +1,6 @@
 //go:build linux && cgo && ibverbs
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -259,9 +260,31 @@ static int f_disconnect(struct rdma_cm_id *id)
 
 static int f_set_option(struct rdma_cm_id *id, int level, int name, void *val, size_t len)
 {
-	(void)id;
 	if (called("set_option"))
 		return -1;
+	if (level == RDMA_OPTION_IB && name == RDMA_OPTION_IB_PATH) {
+		// As the kernel: one record, then the route is resolved.
+		struct ibv_path_data *pd = val;
+		struct ibv_path_record *r = &pd->path;
+
+		if (len != sizeof(*pd) || pd->flags != (IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY | IBV_PATH_FLAG_BIDIRECTIONAL)) {
+			errno = EINVAL;
+			return -1;
+		}
+		fakecm->path_data = *pd;
+		fakecm->path_set = 1;
+		memcpy(fakecm->path.dgid.raw, r->dgid.raw, 16);
+		memcpy(fakecm->path.sgid.raw, r->sgid.raw, 16);
+		fakecm->path.mtu = r->mtu & 0x3f;
+		fakecm->path.hop_limit = be32toh(r->flowlabel_hoplimit) & 0xff;
+		fakecm->path.flow_label = htobe32(be32toh(r->flowlabel_hoplimit) >> 8);
+		fakecm->path.traffic_class = r->tclass;
+		fakecm->path.packet_life_time = r->packetlifetime & 0x3f;
+		id->route.path_rec = &fakecm->path;
+		id->route.num_paths = 1;
+		push(id, RDMA_CM_EVENT_ROUTE_RESOLVED);
+		return 0;
+	}
 	if (level != RDMA_OPTION_ID) {
 		errno = EINVAL;
 		return -1;

@@ -114,6 +114,34 @@ func (*Fake) Option() (name, val, size int) {
 	return int(C.fakecm.opt_name), int(C.fakecm.opt_val), int(C.fakecm.opt_len)
 }
 
+// Path is a path record given with RDMA_OPTION_IB_PATH, decoded from
+// network order.
+type Path struct {
+	Flags            uint32
+	ServiceID        uint64
+	DGID, SGID       [16]byte
+	FlowLabel        uint32
+	HopLimit, TClass uint8
+	Reversible       bool
+	NumPath          uint8
+	PKey             uint16
+	MTU, MTUSelector uint8
+	PacketLifeTime   uint8
+}
+
+// PathSet returns the last path record set, and whether one was.
+func (*Fake) PathSet() (Path, bool) {
+	pd := &C.fakecm.path_data
+	b := C.GoBytes(unsafe.Pointer(&pd.path), C.int(unsafe.Sizeof(pd.path)))
+	be := binary.BigEndian
+	p := Path{Flags: uint32(pd.flags), ServiceID: be.Uint64(b[0:]), FlowLabel: be.Uint32(b[44:]) >> 8, HopLimit: uint8(be.Uint32(b[44:])),
+		TClass: b[48], Reversible: b[49]&0x80 != 0, NumPath: b[49] & 0x7f, PKey: be.Uint16(b[50:]),
+		MTU: b[54] & 0x3f, MTUSelector: b[54] >> 6, PacketLifeTime: b[56] & 0x3f}
+	copy(p.DGID[:], b[8:24])
+	copy(p.SGID[:], b[24:40])
+	return p, C.fakecm.path_set != 0
+}
+
 // QPAttr is what init_qp_attr answers for one state.
 type QPAttr struct {
 	Mask            int

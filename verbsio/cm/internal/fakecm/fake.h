@@ -4,6 +4,7 @@
 #define RPERF_FAKECM_H
 
 #include <stdint.h>
+#include <infiniband/sa.h>
 #include <rdma/rdma_cma.h>
 
 #include "../../rdmacm.h"
@@ -33,6 +34,9 @@ struct fakecm {
 	struct ibv_qp_attr qp_attr[4];
 	int qp_mask[4];
 	struct ibv_sa_path_rec path;
+	// The last path record set (RDMA_OPTION_IB_PATH), as given.
+	struct ibv_path_data path_data;
+	int path_set;
 };
 
 extern struct fakecm *fakecm;
