@@ -53,17 +53,20 @@ func checkRDMACM(t *testing.T, r result, out, c, dev string, n int) {
 
 // TestRDMACMShapes runs -R on the shapes with their own rdma_cm steps:
 // UD (SIDR; the client's QP-number message when the server sends too),
-// several QPs (one connection each), and READ's responder resources.
+// several QPs (one connection each), READ's responder resources, and -m
+// (the client's route limited, its QPs' MTU in the header).
 func TestRDMACMShapes(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
+		want string // in the output, if set
 	}{
-		{"UD send-bw", []string{"send-bw", "-c", "UD", "-s", "1024", "-n", "300", "--validate"}},
-		{"UD send-bw -b", []string{"send-bw", "-c", "UD", "-s", "1024", "-n", "300", "-b"}},
-		{"UD send-lat", []string{"send-lat", "-c", "UD", "-s", "64", "-n", "300", "--validate"}},
-		{"write-bw -q 4", []string{"write-bw", "-q", "4", "-s", "4096", "-n", "300", "--validate"}},
-		{"read-bw -o 4", []string{"read-bw", "-o", "4", "-s", "4096", "-n", "300"}},
+		{"write-lat -m 512", []string{"write-lat", "-m", "512", "-s", "4096", "-n", "300", "--validate"}, "Mtu             : 512[B]"},
+		{"UD send-bw", []string{"send-bw", "-c", "UD", "-s", "1024", "-n", "300", "--validate"}, ""},
+		{"UD send-bw -b", []string{"send-bw", "-c", "UD", "-s", "1024", "-n", "300", "-b"}, ""},
+		{"UD send-lat", []string{"send-lat", "-c", "UD", "-s", "64", "-n", "300", "--validate"}, ""},
+		{"write-bw -q 4", []string{"write-bw", "-q", "4", "-s", "4096", "-n", "300", "--validate"}, ""},
+		{"read-bw -o 4", []string{"read-bw", "-o", "4", "-s", "4096", "-n", "300"}, ""},
 	}
 	for _, dev := range []string{"shm0", "udp_lo"} {
 		for _, tt := range tests {
@@ -74,6 +77,9 @@ func TestRDMACMShapes(t *testing.T) {
 					t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
 				}
 				checkRDMACM(t, r, out, tt.args[0], dev, 1)
+				if !strings.Contains(r.stdout, tt.want) {
+					t.Errorf("no %q in:\n%s", tt.want, r.stdout)
+				}
 			})
 		}
 	}
