@@ -110,6 +110,10 @@ type Config struct {
 	// ReportGbits sets the unit of the report exchanged with the peer
 	// (perftest --report_gbits): Gb/s instead of MiB/s.
 	ReportGbits bool
+	// RateLimitKbps paces each QP that sends (perftest --rate_limit
+	// with --rate_limit_type PP): the QP's packet pacing, set at RTS
+	// before the first message; 0 sends as fast as the queue allows.
+	RateLimitKbps uint32
 }
 
 // Default returns perftest's defaults for t.
@@ -307,6 +311,11 @@ func (r *runner) Start(s *session.Session, ends *session.Ends) error {
 			q.tx = ends.Senders[i]
 		}
 		r.snd.comp = ends.Send
+		if cfg.RateLimitKbps > 0 {
+			if err := r.pace(); err != nil {
+				return err
+			}
+		}
 	}
 	if r.role.recv {
 		r.rcv = newReceiver(s)
@@ -316,6 +325,17 @@ func (r *runner) Start(s *session.Session, ends *session.Ends) error {
 			q.rx = ends.Receivers[i]
 		}
 		r.rcv.comp = ends.Recv
+	}
+	return nil
+}
+
+// pace sets the rate limit on every sending QP (RTS to RTS).
+func (r *runner) pace() error {
+	for _, q := range r.s.QPs {
+		attr := verbsio.QPAttr{State: verbsio.QPStateRTS, RateLimit: r.cfg.RateLimitKbps}
+		if err := q.Modify(&attr, verbsio.QPAttrState|verbsio.QPAttrRateLimit); err != nil {
+			return fmt.Errorf("rate limit %d kbit/s on QP %d: %w", r.cfg.RateLimitKbps, q.Index, err)
+		}
 	}
 	return nil
 }

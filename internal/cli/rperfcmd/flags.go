@@ -80,6 +80,7 @@ type options struct {
 	udpOptions     // the udp fabric, GID selection, data validation (udp.go)
 	pathOptions    // the send path (path.go)
 	rdmacmOptions  // -R: rdma_cm (rdmacm.go)
+	rateOptions    // --rate_limit: packet pacing of the bandwidth tests (ratelimit.go)
 
 	fs *pflag.FlagSet
 	// fields maps the configuration's fields to the command's flags, for
@@ -203,6 +204,7 @@ func (o *options) register(fs *pflag.FlagSet) {
 	o.registerUDP(fs)
 	o.registerPath(fs)
 	o.registerRDMACM(fs)
+	o.registerRate(fs, o.test)
 	fs.BoolVar(&o.loopbackServer, loopbackServerFlag, false, "internal: the server process of --loopback")
 	fs.MarkHidden(loopbackServerFlag)
 	for name, sp := range specs {
@@ -453,6 +455,9 @@ func (o *options) validate(args []string) error {
 	if err := o.validatePath(); err != nil {
 		return err
 	}
+	if err := o.validateRate(); err != nil {
+		return err
+	}
 	// Every rule about the values. The sizes, and the buffers they need,
 	// wait for the device: -a's list is known only then, and the depths
 	// that fit a validated run are chosen then (fitValidation).
@@ -536,7 +541,7 @@ func (o *options) checkDevice(attr verbsio.DeviceAttr, dev string) error {
 	case v == session.Send && attr.MaxCQE > 0 && o.qps*o.rxDepth+16 > attr.MaxCQE:
 		return cli.Usagef("-q %d with -r %d needs a CQ of %d entries, more than %s's %d; use fewer QPs or a smaller rx depth", o.qps, o.rxDepth, o.qps*o.rxDepth+16, dev, attr.MaxCQE)
 	}
-	return nil
+	return o.checkRate(attr.PacketPacing, dev)
 }
 
 // params describes the test for the peer's parameter check, with the
@@ -626,7 +631,7 @@ func (o *options) latencyConfig(sizes []int) latency.Config {
 // bwConfig builds the bandwidth test's configuration.
 func (o *options) bwConfig(sizes []int) bw.Config {
 	c := bw.Config{Config: o.common(sizes), QPs: o.qps, PostList: o.postList,
-		Bidirectional: o.bidir, NoPeak: o.noPeak, ReportGbits: o.gbits}
+		Bidirectional: o.bidir, NoPeak: o.noPeak, ReportGbits: o.gbits, RateLimitKbps: o.rateKbps}
 	if o.changed("cq-mod") {
 		c.CQMod = o.cqMod
 	}

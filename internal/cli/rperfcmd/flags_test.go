@@ -248,6 +248,14 @@ func TestBadFlags(t *testing.T) {
 		{"write-lat", []string{"--json", "-", "--hgrm", "-"}, "both want stdout"},
 		{"write-lat", []string{"--loopback", "host"}, "--loopback runs the server itself"},
 		{"write-lat", []string{"h1", "h2"}, "too many arguments"},
+		{"write-lat", []string{"--rate_limit", "1"}, "--rate_limit applies to bandwidth tests only"},
+		{"send-bw", []string{"--rate_limit", "-1"}, "give a positive rate"},
+		{"send-bw", []string{"--rate_units", "M"}, "give --rate_limit too"},
+		{"send-bw", []string{"--rate_limit", "1", "--rate_limit_type", "SW"}, "through the QP's packet pacing only; use PP"},
+		{"send-bw", []string{"--rate_limit", "1", "--rate_limit_type", "XX"}, "use PP"},
+		{"send-bw", []string{"--rate_limit", "1", "--rate_units", "k"}, "use M (Mb/s), g (Gb/s) or p"},
+		{"send-bw", []string{"--rate_limit", "1", "--rate_units", "p", "-a"}, "with -a, give the rate in M or g"},
+		{"send-bw", []string{"--rate_limit", "0.0001", "--rate_units", "M"}, "packet pacing takes 1 to"},
 	}
 	for _, c := range cases {
 		t.Run(c.command+" "+strings.Join(c.args, " "), func(t *testing.T) {
@@ -286,6 +294,7 @@ func TestDeviceLimits(t *testing.T) {
 		{"read-bw", []string{"-o", "8", "-t", "8"}, "-o 8: outstanding reads must be at most 4", false},
 		{"write-bw", []string{"-q", "8", "-t", "200"}, "needs a CQ of 1624 entries, more than dev's 1024", false},
 		{"atomic-lat", nil, "dev does not support atomic operations", true},
+		{"send-bw", []string{"--rate_limit", "1"}, "--rate_limit: dev has no packet pacing", true},
 	}
 	for _, c := range cases {
 		t.Run(c.command+" "+strings.Join(c.args, " "), func(t *testing.T) {
@@ -321,6 +330,42 @@ func TestDeviceLimits(t *testing.T) {
 	}
 	if sizes, err := o.sizesFor(small, port, "dev"); err != nil || sizes[len(sizes)-1] != 1<<20 {
 		t.Errorf("-a --max-size 8G: sizes %v, %v; want up to 1048576", sizes, err)
+	}
+}
+
+// TestRateLimit checks --rate_limit's units and the device's pacing
+// range and QP types.
+func TestRateLimit(t *testing.T) {
+	pc := verbsio.PacingCaps{RateLimitMinKbps: 100, RateLimitMaxKbps: 1_000_000, SupportedQP: []verbsio.QPType{verbsio.QPTypeRC, verbsio.QPTypeUC}}
+	cases := []struct {
+		args []string
+		kbps uint32
+		want string // an error containing it; "" none
+	}{
+		{nil, 0, ""},
+		{[]string{"--rate_limit", "50", "--rate_units", "M"}, 50_000, ""},
+		{[]string{"--rate_limit", "0.5"}, 500_000, ""},
+		{[]string{"--rate_limit", "1000", "--rate_units", "p", "-s", "1000"}, 8_000, ""},
+		{[]string{"--rate_limit", "2"}, 2_000_000, "outside dev's pacing range, 100 to 1000000 kbit/s"},
+		{[]string{"--rate_limit", "50", "--rate_units", "M", "-c", "UD"}, 50_000, "dev paces [RC UC] QPs, not UD"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			o, err := parse(t, "send-bw", c.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.rateKbps != c.kbps {
+				t.Errorf("rate %d kbit/s, want %d", o.rateKbps, c.kbps)
+			}
+			if cfg := o.bwConfig(o.sizes); cfg.RateLimitKbps != c.kbps {
+				t.Errorf("bw.Config.RateLimitKbps %d, want %d", cfg.RateLimitKbps, c.kbps)
+			}
+			err = o.checkRate(pc, "dev")
+			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("checkRate: %v, want %q", err, c.want)
+			}
+		})
 	}
 }
 

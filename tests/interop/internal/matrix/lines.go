@@ -198,6 +198,13 @@ func HostCases() []Case {
 	for _, t := range []string{"send-lat", "write-lat", "send-bw", "write-bw"} {
 		add(Case{Test: t, Flags: "-c UC " + iters(t)})
 	}
+	// UC has neither acknowledgements nor flow control: a sender faster
+	// than its receiver loses messages, and send_bw's receiver waits for
+	// every one (perftest's own client does the same against a slow
+	// peer). perftest's answer is its rate limiter; rperf's is
+	// --rate_limit (the QP's packet pacing), here below what rxe under
+	// TCG takes. The peer is not paced: it sends at rxe's speed.
+	add(Case{Test: "send-bw", Flags: "-c UC -n 200 --rate_limit 50 --rate_units M", PeerFlags: "-c UC -n 200"})
 	for _, t := range []string{"send-lat", "send-bw"} {
 		add(Case{Test: t, Flags: "-c UD " + iters(t)})
 	}
