@@ -7,6 +7,7 @@ import (
 
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/oob"
+	"github.com/rperf/rperf/verbsio"
 )
 
 // A session against perftest follows the peer's own out-of-band sequence
@@ -145,7 +146,14 @@ func (s *Session) exchange(ctx context.Context, st oob.Step, wait time.Duration)
 	case oob.StepClose:
 		sc.closed = true
 		done := sc.pos < len(sc.seq.Steps) && sc.seq.Steps[sc.pos].Kind == oob.StepDone
-		return s.Serve(func() error { return s.Conn.FinishWait(ctx, wait, done) })
+		err := s.Serve(func() error { return s.Conn.FinishWait(ctx, wait, done) })
+		if err != nil && s.Spec.Verb == Send && s.Spec.Type == verbsio.QPTypeUC && !s.Server {
+			// A perftest server counts every SEND before it closes; UC
+			// resends nothing, so one message lost on the way keeps it
+			// waiting (it gives up after 60-120 s, if ever).
+			err = fmt.Errorf("%w; over UC a message lost on the way is not resent and perftest's receiver waits for every one: pace this side with --rate_limit (packet pacing) below what the receiver takes", err)
+		}
+		return err
 	case oob.StepDone:
 		return nil // the close wrote it
 	}
