@@ -90,6 +90,37 @@ const maxBackoff = 6
 // readPart is the most packets one READ request asks for (sendRead).
 const readPart = minWindow
 
+// rdSeenBits is the span of READ response PSNs udpQP.rdSeen tracks: more
+// than a full window (maxInflight) plus a part, so that two PSNs on the
+// wire never share a bit.
+const rdSeenBits = 2 * maxInflight
+
+func (u *udpQP) seen(p psn.PSN) bool {
+	i := uint32(p) % rdSeenBits
+	return u.rdSeen[i/64]&(1<<(i%64)) != 0
+}
+
+func (u *udpQP) setSeen(p psn.PSN, on bool) {
+	i := uint32(p) % rdSeenBits
+	if on {
+		u.rdSeen[i/64] |= 1 << (i % 64)
+	} else {
+		u.rdSeen[i/64] &^= 1 << (i % 64)
+	}
+}
+
+// readArrived moves r's next expected response past those that arrived
+// ahead of it, and completes r when none is missing.
+func (u *udpQP) readArrived(r *reqWQE) {
+	for r.rdNext != r.end && u.seen(r.rdNext) {
+		u.setSeen(r.rdNext, false)
+		r.rdNext = r.rdNext.Next()
+	}
+	if r.rdNext == r.end {
+		r.done = true
+	}
+}
+
 // outstandingReads counts the READ requests and atomics on the wire not
 // answered in full: what the responder holds resources for (each part of
 // a READ is a request of its own).
@@ -445,6 +476,15 @@ func (u *udpQP) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 	r.end = r.first.Add(npackets(total, u.mtu))
 	if u.sqPSN == r.first {
 		r.rdNext = r.first
+		u.readArrived(r) // after a go-back: what came ahead of a loss
+	}
+	// Asking again after a loss, skip the responses that came ahead of
+	// it (only below highPSN: a PSN never asked for has a stale bit).
+	for u.sqPSN != r.end && psn.Diff(u.highPSN, u.sqPSN) < 0 && u.seen(u.sqPSN) {
+		u.sqPSN = u.sqPSN.Next()
+	}
+	if u.sqPSN == r.end {
+		return verbsio.StatusSuccess // every response from here has come
 	}
 	done := r.first.Forward(u.sqPSN) // packets asked for already (or answered, after a go-back)
 	off := uint64(done) * uint64(u.mtu)
@@ -459,6 +499,11 @@ func (u *udpQP) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 	part := rest
 	if k := readPart - int(done)%readPart; n > k {
 		n, part = k, uint64(k)*uint64(u.mtu)
+	}
+	for i := range n {
+		if p := u.sqPSN.Add(i); psn.Diff(u.highPSN, p) >= 0 {
+			u.setSeen(p, false) // first asked for: clear a bit left from PSNs ago
+		}
 	}
 	t := u.header(roce.RCReadRequest, u.sqPSN, true, q.destQPN)
 	t.RETH = roce.RETH{VA: w.RAddr + off, RKey: w.RKey, DMALen: uint32(part)}
@@ -821,23 +866,16 @@ func (u *udpQP) onResponse(p *roce.Packet, from netip.AddrPort) {
 			u.f.cnt.malformed.Add(1) // a READ response naming another request
 			break
 		}
-		if r.done {
+		if r.done || psn.Diff(r.rdNext, ps) < 0 || ps != r.rdNext && u.seen(ps) {
 			u.f.cnt.duplicates.Add(1)
-			break
-		}
-		if ps != r.rdNext {
-			u.f.cnt.duplicates.Add(1)
-			if psn.Diff(r.rdNext, ps) > 0 {
-				u.readLoss() // a response was lost
+			if !r.done && ps != r.rdNext {
+				u.deadline = 0 // the responder still answers: see below
+				u.settleReads(ps)
 			}
-			// The responder is still answering (a slow one streams
-			// for longer than the timeout): restart the timer, or it
-			// would ask again for what is on its way.
-			u.deadline = 0
-			u.settleReads(ps)
 			break
 		}
-		if r.rdNext == r.first {
+		ahead := ps != r.rdNext
+		if !ahead && r.rdNext == r.first {
 			u.ackUpTo(r.first.Add(-1))
 		}
 		w := q.sq.WQE(pos)
@@ -848,10 +886,20 @@ func (u *udpQP) onResponse(p *roce.Packet, from netip.AddrPort) {
 			break
 		}
 		scatterAt(q.src[:n], off, p.Payload)
-		r.rdNext = r.rdNext.Next()
-		if r.rdNext == r.end {
-			r.done = true
+		if ahead {
+			// A response came ahead of a lost one: keep it (asking
+			// again then skips it), and note the loss. The responder
+			// is still answering (a slow one streams for longer than
+			// the timeout): restart the timer, or it would ask again
+			// for what is on its way.
+			u.setSeen(ps, true)
+			u.readLoss()
+			u.deadline = 0
+			u.settleReads(ps)
+			break
 		}
+		r.rdNext = r.rdNext.Next()
+		u.readArrived(r)
 		u.madeProgress(1)
 		u.settleReads(ps)
 	}
@@ -946,6 +994,12 @@ func (u *udpQP) tick(t int64) {
 		u.forceAck = true
 		u.nakActed = false // the resend may be lost again; its signals count
 		u.goBack(u.unaPSN())
+		// Nothing came back for a whole timeout: how much the peer
+		// takes now is unknown, so the window restarts from its least
+		// (TCP's loss window). A stalled responder (a VM off the CPU)
+		// still holds the requests it had; asking again for the whole
+		// window would double its work when it wakes.
+		u.cwnd, u.caAcked = minWindow, 0
 		u.transmit()
 	}
 }
