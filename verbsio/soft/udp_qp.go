@@ -142,6 +142,7 @@ type udpQP struct {
 	// arrived ahead of their WQE's rdNext and were placed: asking again
 	// after a loss skips them (readArrived, sendRead).
 	rdSeen  [rdSeenBits / 64]uint64
+	rdLast  psn.PSN // the PSN after the last READ response asked for
 	backoff uint    // timeouts in a row (up to maxBackoff): the timeout doubles each
 	highPSN psn.PSN // the PSN after the highest one ever sent (resends are below it)
 	timeout int64

@@ -478,8 +478,16 @@ func (u *udpQP) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 		r.rdNext = r.first
 		u.readArrived(r) // after a go-back: what came ahead of a loss
 	}
-	// Asking again after a loss, skip the responses that came ahead of
-	// it (only below highPSN: a PSN never asked for has a stale bit).
+	// Asking again after a loss, skip the responses that came (those
+	// before rdNext, and those ahead of it: only below highPSN, since a
+	// PSN never asked for has a stale bit). The next request starts at
+	// the first missing one and never below where an earlier request for
+	// the same part started: a responder such as Soft-RoCE moves a
+	// repeated READ's start up to the new request's, and drops a later
+	// one that starts below it.
+	if psn.Diff(u.sqPSN, r.rdNext) > 0 {
+		u.sqPSN = r.rdNext
+	}
 	for u.sqPSN != r.end && psn.Diff(u.highPSN, u.sqPSN) < 0 && u.seen(u.sqPSN) {
 		u.sqPSN = u.sqPSN.Next()
 	}
@@ -510,6 +518,7 @@ func (u *udpQP) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 	u.sendControl(&u.path)
 	u.countSent(n)
 	u.sqPSN = u.sqPSN.Add(n)
+	u.rdLast = u.sqPSN
 	u.expectAnswer(u.sqPSN.Add(-1))
 	if part < rest {
 		u.sendOff = off + part
@@ -710,9 +719,10 @@ func (u *udpQP) readLoss() {
 }
 
 // settleReads repeats the READ requests from the oldest missing response,
-// after a loss, once response ps is the last one asked for.
+// after a loss, once response ps is the last one asked for (rdLast: past
+// it, sqPSN may have skipped responses that came).
 func (u *udpQP) settleReads(ps psn.PSN) {
-	if !u.rdLoss || ps.Next() != u.sqPSN {
+	if !u.rdLoss || ps.Next() != u.rdLast {
 		return
 	}
 	u.rdLoss = false

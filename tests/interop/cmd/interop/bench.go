@@ -43,7 +43,7 @@ var benchArgs = map[string][]string{
 // VM, client and server both there, three times each, and prints each
 // metric's runs, medians and the ratio of the medians against its goal.
 func (c *config) runBench(ctx context.Context, env *matrix.Env, logf func(string, ...any)) (int, error) {
-	const reps = 3
+	reps := c.benchRuns
 	vals := map[string]map[string][]float64{} // metric -> program -> values
 	for _, m := range metrics {
 		vals[m.name] = map[string][]float64{}
@@ -122,12 +122,17 @@ type slowPeerRun struct {
 	test string
 	args []string
 	goal float64 // retransmitted packets, percent of those sent
+	// responses is, for READs, the response packets the data needs:
+	// their wire cost is the responses, so the share reported is of the
+	// responses received that were not needed (asked for again, or
+	// answered twice), not of the requests.
+	responses uint64
 }
 
 var slowPeerRuns = []slowPeerRun{
-	{"write-bw -s 65536 -n 1000", "write-bw", []string{"-s", "65536", "-n", "1000"}, 5},
-	{"send-bw -s 65536 -n 1000", "send-bw", []string{"-s", "65536", "-n", "1000"}, 5},
-	{"read-bw -s 65536 -n 500", "read-bw", []string{"-s", "65536", "-n", "500"}, 5},
+	{"write-bw -s 65536 -n 1000", "write-bw", []string{"-s", "65536", "-n", "1000"}, 5, 0},
+	{"send-bw -s 65536 -n 1000", "send-bw", []string{"-s", "65536", "-n", "1000"}, 5, 0},
+	{"read-bw -s 65536 -n 500 (responses)", "read-bw", []string{"-s", "65536", "-n", "500"}, 5, 500 * 65536 / 1024},
 }
 
 // retransmissions runs each slow-peer run reps times and returns, per
@@ -144,31 +149,38 @@ func (c *config) retransmissions(ctx context.Context, env *matrix.Env, reps int,
 			if err != nil || srv.Result().RC != 0 || cli.Result().RC != 0 {
 				return nil, fmt.Errorf("bench: rperf %s against perftest run %d failed (%v); see %s", r.name, rep, err, base)
 			}
-			sent, resent, err := engineCounters(filepath.Join(env.Results, base+".rperf.txt"))
+			ec, err := engineCounters(filepath.Join(env.Results, base+".rperf.txt"))
 			if err != nil {
 				return nil, err
 			}
-			pct := 100 * float64(resent) / float64(max(sent, 1))
+			pct := 100 * float64(ec.resent) / float64(max(ec.sent, 1))
+			if r.responses > 0 {
+				pct = 100 * float64(ec.received-min(ec.received, r.responses)) / float64(max(ec.received, 1))
+			}
 			out[r.name] = append(out[r.name], pct)
-			logf("bench %d slow peer %s: sent %d, retransmitted %d (%.2f%%)", rep, r.name, sent, resent, pct)
+			logf("bench %d slow peer %s: sent %d, received %d, retransmitted %d (%.2f%%)", rep, r.name, ec.sent, ec.received, ec.resent, pct)
 		}
 	}
 	return out, nil
 }
 
-// engineCounters reads the sent and retransmitted packets from rperf's
-// engine line (" engine udp_br0 (...) packets: sent N, received R,
-// retransmitted M, ...").
-func engineCounters(path string) (sent, resent uint64, err error) {
+// counters are the packet counts of rperf's engine line.
+type counters struct{ sent, received, resent uint64 }
+
+// engineCounters reads the sent, received and retransmitted packets from
+// rperf's engine line (" engine udp_br0 (...) packets: sent N, received
+// R, retransmitted M, ...").
+func engineCounters(path string) (counters, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, 0, err
+		return counters{}, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		_, rest, ok := strings.Cut(line, " packets: ")
 		if !ok || !strings.HasPrefix(strings.TrimSpace(line), "engine ") {
 			continue
 		}
+		var c counters
 		var have int
 		for _, part := range strings.Split(rest, ", ") {
 			f := strings.Fields(part)
@@ -181,16 +193,18 @@ func engineCounters(path string) (sent, resent uint64, err error) {
 			}
 			switch f[0] {
 			case "sent":
-				sent, have = v, have|1
+				c.sent, have = v, have|1
 			case "retransmitted":
-				resent, have = v, have|2
+				c.resent, have = v, have|2
+			case "received":
+				c.received, have = v, have|4
 			}
 		}
-		if have == 3 {
-			return sent, resent, nil
+		if have == 7 {
+			return c, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("%s: no engine counter line (sent, retransmitted)", path)
+	return counters{}, fmt.Errorf("%s: no engine counter line (sent, received, retransmitted)", path)
 }
 
 // resultRow returns the numbers of the first result row after perftest's

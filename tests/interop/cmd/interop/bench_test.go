@@ -48,24 +48,25 @@ func TestResultRow(t *testing.T) {
 	}
 }
 
-// TestEngineCounters reads the sent and retransmitted packets from rperf's
-// engine line, and refuses output without it.
+// TestEngineCounters reads the sent, received and retransmitted packets
+// from rperf's engine line, and refuses output without them.
 func TestEngineCounters(t *testing.T) {
 	dir := t.TempDir()
 	for _, tt := range []struct {
-		name, text   string
-		sent, resent uint64
-		ok           bool
+		name, text string
+		want       counters
+		ok         bool
 	}{
-		{"line", " 65536      1000   9.10   8.90   0.000142\n engine udp_br0 (UDP port 4791) packets: sent 97338, received 3501, retransmitted 1204, rewinds 12, duplicates 0, ICRC errors 0, out of sequence 0, timeouts 2\n", 97338, 1204, true},
-		{"no line", " 65536      1000   9.10   8.90   0.000142\n", 0, 0, false},
-		{"no retransmitted", " engine udp_br0 packets: sent 5, received 4\n", 0, 0, false},
+		{"line", " 65536      1000   9.10   8.90   0.000142\n engine udp_br0 (UDP port 4791) packets: sent 97338, received 3501, retransmitted 1204, rewinds 12, duplicates 0, ICRC errors 0, out of sequence 0, timeouts 2\n", counters{97338, 3501, 1204}, true},
+		{"no line", " 65536      1000   9.10   8.90   0.000142\n", counters{}, false},
+		{"no retransmitted", " engine udp_br0 packets: sent 5, received 4\n", counters{}, false},
+		{"no received", " engine udp_br0 packets: sent 5, retransmitted 4\n", counters{}, false},
 	} {
 		p := filepath.Join(dir, tt.name)
 		os.WriteFile(p, []byte(tt.text), 0o644)
-		sent, resent, err := engineCounters(p)
-		if (err == nil) != tt.ok || sent != tt.sent || resent != tt.resent {
-			t.Errorf("%s: engineCounters = %d, %d, %v; want %d, %d, ok %v", tt.name, sent, resent, err, tt.sent, tt.resent, tt.ok)
+		got, err := engineCounters(p)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("%s: engineCounters = %+v, %v; want %+v, ok %v", tt.name, got, err, tt.want, tt.ok)
 		}
 	}
 }

@@ -55,6 +55,7 @@ type config struct {
 	list, capture, bench     bool
 	pcap                     bool
 	smp, mem                 int
+	benchRuns                int
 	rperfTimeout, grace      time.Duration
 	repo                     string
 }
@@ -68,13 +69,17 @@ func main() {
 	flag.StringVar(&run, "run", "", "run only the lines whose row matches this regular expression (see -list)")
 	flag.BoolVar(&c.list, "list", false, "list the matrix's lines and exit")
 	flag.BoolVar(&c.capture, "capture", false, "instead of the matrix: capture each perftest release's TCP exchange against itself, for tests/oob's testdata")
-	flag.BoolVar(&c.bench, "bench", false, "instead of the matrix: perftest against rperf (ibverbs) on rxe0, alternating, three runs each")
+	flag.BoolVar(&c.bench, "bench", false, "instead of the matrix: perftest against rperf (ibverbs) on rxe0, alternating, three runs each (-bench-runs)")
+	flag.IntVar(&c.benchRuns, "bench-runs", 3, "with -bench: runs of each program and of each slow-peer run")
 	flag.BoolVar(&c.pcap, "pcap", false, "record each line's link traffic (out-of-band TCP and RoCEv2, first 256 bytes of each packet) in lines/NNN-TEST.pcap")
 	flag.IntVar(&c.smp, "smp", 1, "the VM's vCPUs (TCG; the host's cores are shared)")
 	flag.IntVar(&c.mem, "mem", 1024, "the VM's memory in MiB")
 	flag.DurationVar(&c.rperfTimeout, "rperf-timeout", 15*time.Second, "rperf's --timeout on every line")
 	flag.DurationVar(&c.grace, "grace", 10*time.Second, "how long one side may run on after the other ended, before it is killed")
 	flag.Parse()
+	if c.benchRuns < 1 {
+		fatal(fmt.Errorf("-bench-runs %d: give 1 or more", c.benchRuns))
+	}
 	if run != "" {
 		re, err := regexp.Compile(run)
 		if err != nil {
