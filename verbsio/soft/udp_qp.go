@@ -138,16 +138,11 @@ type udpQP struct {
 	caAcked    int     // packets acknowledged towards the next one-packet growth above ssthresh
 	acked      psn.PSN // the PSN after the highest one acknowledged (inside a message too)
 	rdLoss     bool    // a READ response was lost; asking again waits (readLoss)
-	// rdSeen marks the READ response PSNs (modulo rdSeenBits) that
-	// arrived ahead of their WQE's rdNext and were placed: asking again
-	// after a loss skips them (readArrived, sendRead).
-	rdSeen  [rdSeenBits / 64]uint64
-	rdLast  psn.PSN // the PSN after the last READ response asked for
-	backoff uint    // timeouts in a row (up to maxBackoff): the timeout doubles each
-	highPSN psn.PSN // the PSN after the highest one ever sent (resends are below it)
-	timeout int64
-	active  bool
-	commEst bool // connected (RTR) and no request received yet: the first raises COMM_EST
+	backoff    uint    // timeouts in a row (up to maxBackoff): the timeout doubles each
+	highPSN    psn.PSN // the PSN after the highest one ever sent (resends are below it)
+	timeout    int64
+	active     bool
+	commEst    bool // connected (RTR) and no request received yet: the first raises COMM_EST
 
 	// Responder.
 	ePSN    psn.PSN

@@ -90,37 +90,6 @@ const maxBackoff = 6
 // readPart is the most packets one READ request asks for (sendRead).
 const readPart = minWindow
 
-// rdSeenBits is the span of READ response PSNs udpQP.rdSeen tracks: more
-// than a full window (maxInflight) plus a part, so that two PSNs on the
-// wire never share a bit.
-const rdSeenBits = 2 * maxInflight
-
-func (u *udpQP) seen(p psn.PSN) bool {
-	i := uint32(p) % rdSeenBits
-	return u.rdSeen[i/64]&(1<<(i%64)) != 0
-}
-
-func (u *udpQP) setSeen(p psn.PSN, on bool) {
-	i := uint32(p) % rdSeenBits
-	if on {
-		u.rdSeen[i/64] |= 1 << (i % 64)
-	} else {
-		u.rdSeen[i/64] &^= 1 << (i % 64)
-	}
-}
-
-// readArrived moves r's next expected response past those that arrived
-// ahead of it, and completes r when none is missing.
-func (u *udpQP) readArrived(r *reqWQE) {
-	for r.rdNext != r.end && u.seen(r.rdNext) {
-		u.setSeen(r.rdNext, false)
-		r.rdNext = r.rdNext.Next()
-	}
-	if r.rdNext == r.end {
-		r.done = true
-	}
-}
-
 // outstandingReads counts the READ requests and atomics on the wire not
 // answered in full: what the responder holds resources for (each part of
 // a READ is a request of its own).
@@ -476,23 +445,6 @@ func (u *udpQP) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 	r.end = r.first.Add(npackets(total, u.mtu))
 	if u.sqPSN == r.first {
 		r.rdNext = r.first
-		u.readArrived(r) // after a go-back: what came ahead of a loss
-	}
-	// Asking again after a loss, skip the responses that came (those
-	// before rdNext, and those ahead of it: only below highPSN, since a
-	// PSN never asked for has a stale bit). The next request starts at
-	// the first missing one and never below where an earlier request for
-	// the same part started: a responder such as Soft-RoCE moves a
-	// repeated READ's start up to the new request's, and drops a later
-	// one that starts below it.
-	if psn.Diff(u.sqPSN, r.rdNext) > 0 {
-		u.sqPSN = r.rdNext
-	}
-	for u.sqPSN != r.end && psn.Diff(u.highPSN, u.sqPSN) < 0 && u.seen(u.sqPSN) {
-		u.sqPSN = u.sqPSN.Next()
-	}
-	if u.sqPSN == r.end {
-		return verbsio.StatusSuccess // every response from here has come
 	}
 	done := r.first.Forward(u.sqPSN) // packets asked for already (or answered, after a go-back)
 	off := uint64(done) * uint64(u.mtu)
@@ -508,18 +460,17 @@ func (u *udpQP) sendRead(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Status 
 	if k := readPart - int(done)%readPart; n > k {
 		n, part = k, uint64(k)*uint64(u.mtu)
 	}
-	for i := range n {
-		if p := u.sqPSN.Add(i); psn.Diff(u.highPSN, p) >= 0 {
-			u.setSeen(p, false) // first asked for: clear a bit left from PSNs ago
-		}
-	}
 	t := u.header(roce.RCReadRequest, u.sqPSN, true, q.destQPN)
 	t.RETH = roce.RETH{VA: w.RAddr + off, RKey: w.RKey, DMALen: uint32(part)}
 	u.sendControl(&u.path)
 	u.countSent(n)
 	u.sqPSN = u.sqPSN.Add(n)
-	u.rdLast = u.sqPSN
 	u.expectAnswer(u.sqPSN.Add(-1))
+	// A READ request always asks for an answer: it is the message a
+	// timeout wanted sent whatever the window (forceAck). Left set, the
+	// window would never bound a stream of READs again, and every
+	// timeout would ask a stalled responder for everything outstanding.
+	u.forceAck = false
 	if part < rest {
 		u.sendOff = off + part
 		return statusPaused
@@ -549,6 +500,7 @@ func (u *udpQP) sendAtomic(pos uint32, w *ring.SendWQE, r *reqWQE) verbsio.Statu
 	u.sendControl(&u.path)
 	r.total = 8
 	u.expectAnswer(u.sqPSN)
+	u.forceAck = false // it asks for an answer (see sendRead)
 	u.countSent(1)
 	u.sqPSN = u.sqPSN.Next()
 	r.end = u.sqPSN
@@ -719,10 +671,9 @@ func (u *udpQP) readLoss() {
 }
 
 // settleReads repeats the READ requests from the oldest missing response,
-// after a loss, once response ps is the last one asked for (rdLast: past
-// it, sqPSN may have skipped responses that came).
+// after a loss, once response ps is the last one asked for.
 func (u *udpQP) settleReads(ps psn.PSN) {
-	if !u.rdLoss || ps.Next() != u.rdLast {
+	if !u.rdLoss || ps.Next() != u.sqPSN {
 		return
 	}
 	u.rdLoss = false
@@ -876,16 +827,23 @@ func (u *udpQP) onResponse(p *roce.Packet, from netip.AddrPort) {
 			u.f.cnt.malformed.Add(1) // a READ response naming another request
 			break
 		}
-		if r.done || psn.Diff(r.rdNext, ps) < 0 || ps != r.rdNext && u.seen(ps) {
+		if r.done {
 			u.f.cnt.duplicates.Add(1)
-			if !r.done && ps != r.rdNext {
-				u.deadline = 0 // the responder still answers: see below
-				u.settleReads(ps)
-			}
 			break
 		}
-		ahead := ps != r.rdNext
-		if !ahead && r.rdNext == r.first {
+		if ps != r.rdNext {
+			u.f.cnt.duplicates.Add(1)
+			if psn.Diff(r.rdNext, ps) > 0 {
+				u.readLoss() // a response was lost
+			}
+			// The responder is still answering (a slow one streams
+			// for longer than the timeout): restart the timer, or it
+			// would ask again for what is on its way.
+			u.deadline = 0
+			u.settleReads(ps)
+			break
+		}
+		if r.rdNext == r.first {
 			u.ackUpTo(r.first.Add(-1))
 		}
 		w := q.sq.WQE(pos)
@@ -896,20 +854,10 @@ func (u *udpQP) onResponse(p *roce.Packet, from netip.AddrPort) {
 			break
 		}
 		scatterAt(q.src[:n], off, p.Payload)
-		if ahead {
-			// A response came ahead of a lost one: keep it (asking
-			// again then skips it), and note the loss. The responder
-			// is still answering (a slow one streams for longer than
-			// the timeout): restart the timer, or it would ask again
-			// for what is on its way.
-			u.setSeen(ps, true)
-			u.readLoss()
-			u.deadline = 0
-			u.settleReads(ps)
-			break
-		}
 		r.rdNext = r.rdNext.Next()
-		u.readArrived(r)
+		if r.rdNext == r.end {
+			r.done = true
+		}
 		u.madeProgress(1)
 		u.settleReads(ps)
 	}
