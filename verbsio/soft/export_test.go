@@ -42,3 +42,14 @@ func (c *Context) ReadSockets() (read, bound int) {
 	}
 	return read, bound
 }
+
+// Freeze stops the context's background progress (which must run: see
+// StartProgress) until thaw is called, as a process off the CPU would:
+// what arrives meanwhile waits in the sockets.
+func (c *Context) Freeze() (thaw func()) {
+	if !c.bg.on {
+		panic("Freeze: no background progress")
+	}
+	c.bg.mu.Lock()
+	return c.bg.mu.Unlock
+}

@@ -621,3 +621,88 @@ func diffCounters(after, before map[string]uint64) map[string]uint64 {
 	}
 	return d
 }
+
+// TestUDPStalledReadResponder stalls the responder of a READ stream on a
+// slow link (TestUDPSlowPeerWindow's) for several retransmission
+// timeouts, as a VM off the CPU does to Soft-RoCE: after the timeouts the
+// window must still bound the READs asked for. (It once did not: the
+// timeout's forceAck stayed set on a stream of READs, every response let
+// the next part go, as many as max_rd_atomic allows, and the slow link
+// dropped most of them.)
+func TestUDPStalledReadResponder(t *testing.T) {
+	const (
+		size     = 256 << 10
+		messages = 16
+		mtu      = 1024
+		stall    = 400 * time.Millisecond // timeouts at 67 and 201 ms (the second doubled)
+	)
+	pair := netns.Setup(t, netns.Options{Qdisc: []string{"tbf", "rate", "200mbit", "burst", "16k", "limit", "96k"}})
+	side := func(h netns.Host) *verbstest.Side {
+		var s *verbstest.Side
+		if err := netns.Run(h.NS, func() error {
+			s = verbstest.NewSide(t, verbstest.PairConfig{Device: "udp_" + h.Link, BufSize: messages * size, CQE: 4096,
+				Cap: verbsio.QPCap{MaxSendWR: 256, MaxRecvWR: 256}})
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := side(pair.A), side(pair.B)
+	sa, sb := gidIndex(t, a, isV4), gidIndex(t, b, isV4)
+	connectSides(t, a, b, sa, sb, verbsio.ConnectOptions{Timeout: 14, RetryCnt: 7, PathMTU: verbsio.MTU1024, MaxRdAtomic: 64})
+	defer b.Ctx.StartProgress()()
+	before := a.Ctx.Impl().(*soft.Context).Counters()
+	bBefore := b.Ctx.Impl().(*soft.Context).Counters()
+	thaw := b.Ctx.Impl().(*soft.Context).Freeze()
+	for i := range messages {
+		wr := verbsio.SendWR{ID: uint64(i), Opcode: verbsio.OpRDMARead, Flags: verbsio.SendSignaled,
+			SGL: []verbsio.SGE{a.MR.SGE(i*size, size)}, Remote: verbsio.RemoteAddr{Addr: b.MR.Addr() + uint64(i*size), RKey: b.MR.RKey()}}
+		if _, err := a.QP.PostSend([]verbsio.SendWR{wr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// B's engine is frozen: nothing answers A until the stall ends. A
+	// keeps running its timers.
+	wcs := make([]verbsio.WC, 64)
+	done := 0
+	poll := func() {
+		n, err := a.CQ.Poll(wcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, wc := range wcs[:n] {
+			if wc.Status != verbsio.StatusSuccess {
+				t.Fatalf("WR %d: %s; engine A %v", wc.ID, wc.Status, a.Ctx.Impl().(*soft.Context).Counters())
+			}
+			done++
+		}
+	}
+	for end := time.Now().Add(stall); time.Now().Before(end); {
+		poll()
+		time.Sleep(100 * time.Microsecond)
+	}
+	thaw()
+	deadline := time.Now().Add(20 * time.Second)
+	for done < messages {
+		poll()
+		if time.Now().After(deadline) {
+			t.Fatalf("stalled: %d of %d done; engine A %v", done, messages, a.Ctx.Impl().(*soft.Context).Counters())
+		}
+	}
+	ca := diffCounters(a.Ctx.Impl().(*soft.Context).Counters(), before)
+	cb := diffCounters(b.Ctx.Impl().(*soft.Context).Counters(), bBefore)
+	t.Logf("engine A %v", ca)
+	t.Logf("engine B %v", cb)
+	if ca["timeouts"] == 0 {
+		t.Fatalf("no timeout during a %v stall: the test did not stall the responder", stall)
+	}
+	need := uint64(messages * size / mtu)
+	// Go-back-N's own repairs of the link's drops cost about 5% here
+	// (TestUDPSlowPeerWindow's READs: 6.4%); the unbounded window cost
+	// 89% (38,276 responses for 4,096).
+	if sent := cb["sent_pkts"]; float64(sent-min(sent, need)) > 0.10*float64(sent) {
+		t.Errorf("B sent %d response packets for %d of data (%.1f%% more; %d timeouts): the window did not bound the READs after the stall",
+			sent, need, 100*float64(sent-need)/float64(sent), ca["timeouts"])
+	}
+}
