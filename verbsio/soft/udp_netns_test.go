@@ -527,21 +527,7 @@ func TestUDPSlowPeerWindow(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			pair := netns.Setup(t, netns.Options{Qdisc: []string{"tbf", "rate", "200mbit", "burst", "16k", "limit", "96k"}})
-			side := func(h netns.Host) *verbstest.Side {
-				var s *verbstest.Side
-				if err := netns.Run(h.NS, func() error {
-					s = verbstest.NewSide(t, verbstest.PairConfig{Device: "udp_" + h.Link, BufSize: bufSize, CQE: 4096,
-						Cap: verbsio.QPCap{MaxSendWR: 256, MaxRecvWR: 256}})
-					return nil
-				}); err != nil {
-					t.Fatal(err)
-				}
-				return s
-			}
-			a, b := side(pair.A), side(pair.B)
-			sa, sb := gidIndex(t, a, isV4), gidIndex(t, b, isV4)
-			connectSides(t, a, b, sa, sb, verbsio.ConnectOptions{Timeout: 14, RetryCnt: 7, PathMTU: verbsio.MTU1024, MaxRdAtomic: 16})
+			a, b := slowLinkPair(t, bufSize, 16)
 			// B only answers: its engine runs in the background, as
 			// rperf's does while it waits outside the verbs.
 			defer b.Ctx.StartProgress()()
@@ -572,16 +558,8 @@ func TestUDPSlowPeerWindow(t *testing.T) {
 					}
 					posted++
 				}
-				n, err := a.CQ.Poll(wcs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, wc := range wcs[:n] {
-					if wc.Status != verbsio.StatusSuccess {
-						t.Fatalf("WR %d: %s; engine A %v", wc.ID, wc.Status, a.Ctx.Impl().(*soft.Context).Counters())
-					}
-					done++
-				}
+				n := pollOK(t, a, wcs)
+				done += n
 				if n == 0 && time.Now().After(deadline) {
 					t.Fatalf("stalled: %d of %d done; engine A %v\n%s\nB %v:\n%s", done, c.messages, a.Ctx.Impl().(*soft.Context).Counters(),
 						a.Ctx.Impl().(*soft.Context).DebugQPs(), b.Ctx.Impl().(*soft.Context).Counters(), b.Ctx.Impl().(*soft.Context).DebugQPs())
@@ -610,6 +588,44 @@ func TestUDPSlowPeerWindow(t *testing.T) {
 	}
 }
 
+// slowLinkPair connects two udp-fabric sides across a link that queues
+// little and drops what overflows (a token bucket with a short queue each
+// way, as a VM's NIC ring and tap queue do for Soft-RoCE), each with a
+// buffer of bufSize bytes, RC, MTU 1024, rdAtomic READs outstanding.
+func slowLinkPair(t *testing.T, bufSize, rdAtomic int) (a, b *verbstest.Side) {
+	pair := netns.Setup(t, netns.Options{Qdisc: []string{"tbf", "rate", "200mbit", "burst", "16k", "limit", "96k"}})
+	side := func(h netns.Host) *verbstest.Side {
+		var s *verbstest.Side
+		if err := netns.Run(h.NS, func() error {
+			s = verbstest.NewSide(t, verbstest.PairConfig{Device: "udp_" + h.Link, BufSize: bufSize, CQE: 4096,
+				Cap: verbsio.QPCap{MaxSendWR: 256, MaxRecvWR: 256}})
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b = side(pair.A), side(pair.B)
+	sa, sb := gidIndex(t, a, isV4), gidIndex(t, b, isV4)
+	connectSides(t, a, b, sa, sb, verbsio.ConnectOptions{Timeout: 14, RetryCnt: 7, PathMTU: verbsio.MTU1024, MaxRdAtomic: uint8(rdAtomic)})
+	return a, b
+}
+
+// pollOK polls s's CQ once into wcs and returns how many completions it
+// took, failing the test on one that did not succeed.
+func pollOK(t *testing.T, s *verbstest.Side, wcs []verbsio.WC) int {
+	n, err := s.CQ.Poll(wcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, wc := range wcs[:n] {
+		if wc.Status != verbsio.StatusSuccess {
+			t.Fatalf("WR %d: %s; engine %v", wc.ID, wc.Status, s.Ctx.Impl().(*soft.Context).Counters())
+		}
+	}
+	return n
+}
+
 // diffCounters returns the counters that grew from before to after, by how
 // much.
 func diffCounters(after, before map[string]uint64) map[string]uint64 {
@@ -636,21 +652,7 @@ func TestUDPStalledReadResponder(t *testing.T) {
 		mtu      = 1024
 		stall    = 400 * time.Millisecond // timeouts at 67 and 201 ms (the second doubled)
 	)
-	pair := netns.Setup(t, netns.Options{Qdisc: []string{"tbf", "rate", "200mbit", "burst", "16k", "limit", "96k"}})
-	side := func(h netns.Host) *verbstest.Side {
-		var s *verbstest.Side
-		if err := netns.Run(h.NS, func() error {
-			s = verbstest.NewSide(t, verbstest.PairConfig{Device: "udp_" + h.Link, BufSize: messages * size, CQE: 4096,
-				Cap: verbsio.QPCap{MaxSendWR: 256, MaxRecvWR: 256}})
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	a, b := side(pair.A), side(pair.B)
-	sa, sb := gidIndex(t, a, isV4), gidIndex(t, b, isV4)
-	connectSides(t, a, b, sa, sb, verbsio.ConnectOptions{Timeout: 14, RetryCnt: 7, PathMTU: verbsio.MTU1024, MaxRdAtomic: 64})
+	a, b := slowLinkPair(t, messages*size, 64)
 	defer b.Ctx.StartProgress()()
 	before := a.Ctx.Impl().(*soft.Context).Counters()
 	bBefore := b.Ctx.Impl().(*soft.Context).Counters()
@@ -666,18 +668,7 @@ func TestUDPStalledReadResponder(t *testing.T) {
 	// keeps running its timers.
 	wcs := make([]verbsio.WC, 64)
 	done := 0
-	poll := func() {
-		n, err := a.CQ.Poll(wcs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, wc := range wcs[:n] {
-			if wc.Status != verbsio.StatusSuccess {
-				t.Fatalf("WR %d: %s; engine A %v", wc.ID, wc.Status, a.Ctx.Impl().(*soft.Context).Counters())
-			}
-			done++
-		}
-	}
+	poll := func() { done += pollOK(t, a, wcs) }
 	for end := time.Now().Add(stall); time.Now().Before(end); {
 		poll()
 		time.Sleep(100 * time.Microsecond)
