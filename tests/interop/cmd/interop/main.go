@@ -208,6 +208,11 @@ func (c *config) main(ctx context.Context) (int, error) {
 	logf("GID indexes: %v", env.GIDs)
 
 	lines := c.select_(matrix.Build(peers))
+	for _, hc := range matrix.HostCases() {
+		if hc.ServerOnly != "" {
+			logf("not in the matrix with rperf as client: %s %s (%s)", hc.Test, hc.Flags, hc.ServerOnly)
+		}
+	}
 	var outs []matrix.Outcome
 	failed, crashes := 0, 0
 	if !infoOK {

@@ -98,6 +98,9 @@ type Case struct {
 	Why string
 	// Limit bounds the whole line; 0 means DefaultLimit.
 	Limit time.Duration
+	// ServerOnly, when set, says why the case runs with rperf as the
+	// server only (host setup): the other role tests the link, not rperf.
+	ServerOnly string
 }
 
 // Line is one row of the table: a case in a setup against a peer in one
@@ -196,7 +199,16 @@ func HostCases() []Case {
 		add(Case{Test: t, Flags: "-D 3"})
 	}
 	for _, t := range []string{"send-lat", "write-lat", "send-bw", "write-bw"} {
-		add(Case{Test: t, Flags: "-c UC " + iters(t)})
+		c := Case{Test: t, Flags: "-c UC " + iters(t)}
+		if t == "send-bw" {
+			// An unpaced sender on the host outruns rxe under TCG; the
+			// lost messages are never resent and perftest's receiver
+			// waits 60-120 s for them, then exits 17 (docs/interop.md,
+			// the run at d1e9f69). That measures the emulated VM, not
+			// rperf: rperf as a UC client runs in the paced case below.
+			c.ServerOnly = "an unpaced UC sender on the host outruns rxe under TCG (see the paced case)"
+		}
+		add(c)
 	}
 	// UC has neither acknowledgements nor flow control: a sender faster
 	// than its receiver loses messages, and send_bw's receiver waits for
@@ -329,6 +341,9 @@ func Build(perftests []Peer) []Line {
 	for _, p := range perftests {
 		for _, c := range HostCases() {
 			for _, srv := range []bool{false, true} {
+				if c.ServerOnly != "" && !srv {
+					continue
+				}
 				add(Line{Case: c, Setup: HostUDP, Peer: p, RperfServer: srv})
 			}
 		}
