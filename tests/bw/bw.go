@@ -77,12 +77,10 @@ var Tests = []session.Test{Send, Write, Read, Atomic}
 
 // Defaults and limits, as perftest's for bandwidth tests.
 const (
-	DefaultCQMod = 100 // DEF_CQ_MOD
-	// CQModSizeLimit is the size above which CQ moderation falls to 1
-	// unless set explicitly (perftest's MSG_SIZE_CQ_MOD_LIMIT).
-	CQModSizeLimit = 8192
-	MaxCQMod       = 1024  // -Q
-	MaxQPs         = 16384 // -q
+	DefaultCQMod   = session.DefaultCQMod   // DEF_CQ_MOD
+	CQModSizeLimit = session.CQModSizeLimit // MSG_SIZE_CQ_MOD_LIMIT
+	MaxCQMod       = session.MaxCQMod       // -Q
+	MaxQPs         = 16384                  // -q
 	// UnreliableQuiet is how long a UC/UD receiver waits without traffic
 	// before it takes the missing messages as lost.
 	UnreliableQuiet = time.Second
@@ -150,7 +148,7 @@ func (c *Config) Check() error {
 	}
 	switch {
 	case c.CQMod != 0:
-		ps.Add(CheckCQMod(c.CQMod))
+		ps.Add(session.CheckCQMod(c.CQMod))
 		if c.PostList > 1 {
 			ps.AddField(session.NewFieldError("CQMod", c.CQMod, "{CQMod} and {PostList} conflict: with a post list, CQ moderation equals the list length").
 				WithFix("drop {CQMod}"))
@@ -172,15 +170,6 @@ func (c *Config) Check() error {
 			WithFix("use a smaller tx depth, fewer QPs or smaller messages"))
 	}
 	return ps.Err()
-}
-
-// CheckCQMod checks an explicit CQ moderation (Config.CQMod other than 0,
-// which means perftest's rule): 1 to MaxCQMod.
-func CheckCQMod(n int) error {
-	if n < 1 || n > MaxCQMod {
-		return session.NewFieldError("CQMod", n, "CQ moderation must be between 1 and %d", MaxCQMod)
-	}
-	return nil
 }
 
 // ValidateBudget bounds the message buffers of a validated run
@@ -227,16 +216,10 @@ func (c *Config) txDepth() int {
 
 // CQModFor returns the CQ moderation used for messages of size bytes.
 func (c *Config) CQModFor(size int) int {
-	tx := c.txDepth()
-	switch {
-	case c.PostList > 1:
+	if c.PostList > 1 {
 		return c.PostList
-	case c.CQMod > 0:
-		return min(c.CQMod, tx)
-	case size > CQModSizeLimit:
-		return 1
 	}
-	return min(DefaultCQMod, tx)
+	return session.CQModFor(c.CQMod, c.txDepth(), size)
 }
 
 // role says what this side does.

@@ -96,6 +96,11 @@ type Config struct {
 	// FirstWait bounds the server's wait for the first frame of a size;
 	// 0 means 10 × the stall timeout.
 	FirstWait time.Duration
+	// CQMod (raw-bw's client, perftest -Q) asks for a send completion
+	// every CQMod-th frame (and the last), on every path; 0 means
+	// perftest's rule (session.CQModFor): 100, or 1 above 8 KiB, capped
+	// at TxDepth. CQModFor gives the one in use.
+	CQMod int
 	// MSS is the tso path's payload bytes per segment, on both sides:
 	// every frame's payload (its size less its headers) must be a whole
 	// number of segments, so that the server counts whole sends.
@@ -148,6 +153,12 @@ func (c *Config) Check() error {
 	}
 	ps.Add(session.CheckTxDepth(c.TxDepth))
 	ps.Add(session.CheckRxDepth(c.RxDepth))
+	if c.CQMod != 0 {
+		ps.Add(session.CheckCQMod(c.CQMod))
+		if t != session.RawBW || c.Server {
+			ps.AddField(session.NewFieldError("CQMod", c.CQMod, "only raw-bw's client moderates its send completions"))
+		}
+	}
 	f := &c.Frame
 	if !f.SrcIP.IsValid() || !f.DstIP.IsValid() || f.SrcIP.Is4() != f.DstIP.Is4() {
 		ps.AddField(session.NewFieldError("Frame", f.SrcIP, "source %v and destination %v must be two IPv4 or two IPv6 addresses", f.SrcIP, f.DstIP).
@@ -294,6 +305,10 @@ func (c *Config) running(i int, end int64) bool {
 	}
 	return i < c.Warmup+c.Iterations
 }
+
+// CQModFor is the CQ moderation raw-bw's client uses for sends of size
+// bytes: CQMod, or perftest's rule for 0, capped at TxDepth.
+func (c *Config) CQModFor(size int) int { return session.CQModFor(c.CQMod, c.TxDepth, size) }
 
 // replyEvery is ReplyEvery with its default.
 func (c *Config) replyEvery() int { return max(c.ReplyEvery, 1) }

@@ -14,31 +14,42 @@ import (
 
 // bwClient streams Warmup then Iterations frames of size bytes, TxDepth
 // outstanding, flow after flow in bursts of FlowsBurst, and times the
-// Iterations: post stamps and completion stamps per frame.
+// Iterations: post stamps and completion stamps per frame. As perftest,
+// it asks for a send completion every CQModFor(size)-th frame and for the
+// last one: a completion stands for the frames up to its own, which
+// share its stamp.
 func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, error) {
 	c := r.c
 	if err := r.buildFrames(size, c.Frame); err != nil {
 		return nil, err
 	}
-	n := c.Iterations
+	n, mod := c.Iterations, c.CQModFor(size)
 	var posted, completed []int64 // per frame; not in duration mode
 	if c.Duration == 0 {
 		posted, completed = make([]int64, n), make([]int64, n)
 	}
 	var w waiter
 	w.begin(ctx, "waiting for send completions", c.stall())
-	post, done, outstanding, flow, burst := 0, 0, 0, 0, 0
+	// covered: the frames up to the last signaled one posted, which its
+	// completion will stand for. more: whether a frame follows, known
+	// before the frame before it is posted, which is signaled if not.
+	post, covered, done, outstanding, flow, burst := 0, 0, 0, 0, 0, 0
 	first, end, last := clock.Now(), clock.Now()+int64(c.Duration), int64(0)
-	for sending := true; sending || done < post; {
+	for more := c.running(0, end); more || done < covered; {
 		staged := 0
-		for sending = c.running(post, end); sending && outstanding < c.TxDepth; sending = c.running(post, end) {
+		for more && outstanding < c.TxDepth {
 			if posted != nil && post >= c.Warmup {
 				posted[post-c.Warmup] = clock.Now()
 			}
-			if err := r.post(r.next(flow)); err != nil {
+			more = c.running(post+1, end)
+			signaled := (post+1)%mod == 0 || !more
+			if err := r.post(r.next(flow), signaled); err != nil {
 				return nil, fmt.Errorf("raw test: post frame %d: %w", post, err)
 			}
 			post++
+			if signaled {
+				covered = post
+			}
 			outstanding++
 			staged++
 			if burst++; burst == c.FlowsBurst {
@@ -57,17 +68,23 @@ func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, erro
 		}
 		now := clock.Now()
 		w.progress(now)
+		r.sendWCs += k
 		for i := range r.wcs[:k] {
 			if wc := &r.wcs[i]; wc.Status != verbsio.StatusSuccess {
 				return nil, wcError(fmt.Sprintf("frame %d", done), wc)
 			}
-			if completed != nil && done >= c.Warmup {
-				completed[done-c.Warmup] = now
+			upto := min((done/mod+1)*mod, covered) // the frames this completion stands for
+			for ; done < upto; done++ {
+				if completed != nil && done >= c.Warmup {
+					completed[done-c.Warmup] = now
+				}
 			}
-			done++
-			outstanding--
+			outstanding = post - done
 		}
 		last = now
+	}
+	if done != post {
+		return nil, fmt.Errorf("raw test: the send completions stood for %d frames, not the %d signaled of %d posted (CQ moderation %d)", done, covered, post, mod)
 	}
 	if c.Duration > 0 {
 		res, err := reports.NewBandwidthDurationResult(reports.BWDurationSpec{Test: c.Test.Name(), Bytes: int64(size), Messages: int64(done),
@@ -78,7 +95,7 @@ func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, erro
 		return []reports.Result{res}, nil
 	}
 	res, err := reports.NewBandwidthResult(reports.BWSpec{Test: c.Test.Name(), Bytes: int64(size), Iterations: int64(n),
-		Posted: posted, Completed: completed})
+		CQMod: mod, Posted: posted, Completed: completed})
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,12 @@ type Info struct {
 // each size in turn (OnProgress before, OnResult after each). It returns
 // this side's results; it never closes dev.
 func Run(ctx context.Context, dev *verbsio.Context, c *Config, onReady func(Info)) ([]reports.Result, error) {
+	return run(ctx, dev, c, onReady, nil)
+}
+
+// run is Run; it sets *sendWCs, if not nil, to the send completions a
+// bw client polled.
+func run(ctx context.Context, dev *verbsio.Context, c *Config, onReady func(Info), sendWCs *int) ([]reports.Result, error) {
 	if err := c.Check(); err != nil {
 		return nil, fmt.Errorf("raw test: %w", err)
 	}
@@ -62,6 +68,9 @@ func Run(ctx context.Context, dev *verbsio.Context, c *Config, onReady func(Info
 		return nil, err
 	}
 	defer r.close()
+	if sendWCs != nil {
+		defer func() { *sendWCs = r.sendWCs }()
+	}
 	if onReady != nil {
 		onReady(r.info)
 	}
@@ -132,6 +141,8 @@ type runner struct {
 	recv []verbsio.RecvWR // one prebuilt WR per receive slot
 	rsgl []verbsio.SGE
 	wcs  []verbsio.WC
+	// sendWCs counts the bw client's send completions (for the tests).
+	sendWCs int
 }
 
 func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
@@ -342,15 +353,25 @@ func (r *runner) buildFrames(size int, spec FrameSpec) error {
 	return nil
 }
 
-// post sends wr's frame: with PostSend, or on the burst path staged with
-// SendPending for the next flush.
-func (r *runner) post(wr []verbsio.SendWR) error {
+// post sends wr's frame, asking for a completion if signaled: with
+// PostSend, or on the burst path staged with SendPending for the next
+// flush.
+func (r *runner) post(wr []verbsio.SendWR, signaled bool) error {
 	if r.burst == nil {
+		if signaled {
+			wr[0].Flags |= verbsio.SendSignaled
+		} else {
+			wr[0].Flags &^= verbsio.SendSignaled
+		}
 		_, err := r.qp.PostSend(wr)
 		return err
 	}
+	var flags uint32
+	if signaled {
+		flags = verbsio.BurstSignaled
+	}
 	s := &wr[0].SGL[0]
-	return r.burst.SendPending(s.Addr, s.Length, s.LKey, verbsio.BurstSignaled)
+	return r.burst.SendPending(s.Addr, s.Length, s.LKey, flags)
 }
 
 // flush sends the frames staged on the burst path, if any.

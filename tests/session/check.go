@@ -172,6 +172,38 @@ func CheckTxDepth(n int) error {
 	return nil
 }
 
+// CQ moderation, as perftest's bandwidth tests (raw_ethernet_bw too)
+// have it: a send completion is asked for every CQ-moderation-th message.
+const (
+	DefaultCQMod = 100 // perftest's DEF_CQ_MOD
+	// CQModSizeLimit is the size above which CQ moderation falls to 1
+	// unless set explicitly (perftest's MSG_SIZE_CQ_MOD_LIMIT).
+	CQModSizeLimit = 8192
+	MaxCQMod       = 1024 // perftest -Q's limit
+)
+
+// CheckCQMod checks an explicit CQ moderation (perftest -Q; 0 means
+// perftest's rule, CQModFor): 1 to MaxCQMod.
+func CheckCQMod(n int) error {
+	if n < 1 || n > MaxCQMod {
+		return NewFieldError("CQMod", n, "CQ moderation must be between 1 and %d", MaxCQMod)
+	}
+	return nil
+}
+
+// CQModFor is the CQ moderation of messages of size bytes with tx
+// outstanding at most, as perftest sets it: the explicit one (-Q) or,
+// for 0, DefaultCQMod, or 1 above CQModSizeLimit; either capped at tx.
+func CQModFor(explicit, tx, size int) int {
+	switch {
+	case explicit > 0:
+		return max(min(explicit, tx), 1)
+	case size > CQModSizeLimit:
+		return 1
+	}
+	return max(min(DefaultCQMod, tx), 1)
+}
+
 // CheckRxDepth checks the receives kept posted per QP: 1 to MaxRxDepth.
 func CheckRxDepth(n int) error {
 	if n < 1 || n > MaxRxDepth {

@@ -181,7 +181,7 @@ func (o *options) register(fs *pflag.FlagSet) {
 	fs.IntVarP(&o.txDepth, "tx-depth", "t", 0, specs["tx-depth"].usage)
 	fs.IntVarP(&o.rxDepth, "rx-depth", "r", session.DefaultRxDepth, specs["rx-depth"].usage)
 	fs.IntVarP(&o.postList, "post_list", "l", 1, specs["post_list"].usage)
-	fs.IntVarP(&o.cqMod, "cq-mod", "Q", 0, specs["cq-mod"].usage)
+	registerCQMod(fs, &o.cqMod)
 	fs.IntVarP(&o.inline, "inline_size", "I", 0, specs["inline_size"].usage)
 	fs.StringVarP(&o.connection, "connection", "c", "RC", specs["connection"].usage)
 	fs.IntVarP(&o.qps, "qp", "q", 1, specs["qp"].usage)
@@ -405,10 +405,8 @@ func (o *options) validate(args []string) error {
 
 	// Values whose 0 means "not given" in the configuration: given, they
 	// must be real values.
-	if o.changed("cq-mod") {
-		if err := o.usage(bw.CheckCQMod(o.cqMod)); err != nil {
-			return err
-		}
+	if err := checkCQModFlag(o.fs, o.cqMod, func(err error) error { return o.usage(err) }); err != nil {
+		return err
 	}
 	if o.changed("outs") {
 		if err := o.usage(session.CheckOutReads(o.outs)); err != nil {
@@ -644,4 +642,20 @@ func (o *options) bwConfig(sizes []int) bw.Config {
 func (o *options) link(params oob.Params) session.Link {
 	return session.Link{QPTimeout: uint8(o.qpTimeout), Port: uint8(o.ibPort), MTU: o.mtuEnum, StallTimeout: o.timeout,
 		Params: params, GIDIndex: o.gidIndex, IPv6: o.ipv6}
+}
+
+// registerCQMod adds -Q/--cq-mod, the bandwidth tests' CQ moderation
+// (the connected tests' and raw-bw's); 0, its default, is perftest's rule.
+func registerCQMod(fs *pflag.FlagSet, n *int) {
+	fs.IntVarP(n, "cq-mod", "Q", 0, specs["cq-mod"].usage)
+}
+
+// checkCQModFlag checks -Q when it was given: a configuration takes 0 as
+// perftest's rule, so a given 0 is refused here, as is any value outside
+// 1 to session.MaxCQMod; usage spells the problem as the command's flags.
+func checkCQModFlag(fs *pflag.FlagSet, n int, usage func(error) error) error {
+	if f := fs.Lookup("cq-mod"); f == nil || !f.Changed {
+		return nil
+	}
+	return usage(session.CheckCQMod(n))
 }

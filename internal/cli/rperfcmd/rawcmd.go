@@ -83,6 +83,7 @@ type rawOptions struct {
 	pathName    string
 	mss         int
 	hgrmPath    string
+	cqMod       int
 
 	path sendpath.Path
 	pcts []float64
@@ -102,7 +103,7 @@ var rawFlagFields = map[string]string{
 	"DstMAC": "dest_mac", "Flows": "flows", "FlowsBurst": "flows_burst", "VLANPCP": "vlan_pcp", "EtherType": "ethertype",
 	"CompletionTimestamps": "completion-timestamps", "Percentiles": "percentiles", "BurstSize": "burst_size", "ReplyEvery": "reply_every", "MacFwd": "mac_fwd",
 	"RateMbps": "rate_limit", "HWPacing": "rate_limit_type", "Multicast": "raw_mcast",
-	"Path": pathFlag, "MSS": "tso",
+	"Path": pathFlag, "MSS": "tso", "CQMod": "cq-mod",
 }
 
 func newRawCommand(t session.Test) *cobra.Command {
@@ -193,6 +194,7 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	if t == session.RawBW {
 		fs.BoolVar(&o.mcast, "raw_mcast", false, "send to the IPv4 multicast group -J at its MAC (no -E); the server takes the group's frames")
 		fs.BoolVarP(&o.macFwd, "mac_fwd", "v", false, "the server sends every frame it receives back out, MAC addresses swapped")
+		registerCQMod(fs, &o.cqMod)
 	}
 	if t == session.RawBurstLat {
 		fs.StringVar(&o.percentiles, "percentiles", "", "percentiles of the true statistics (default 50,90,99,99.9,99.99)")
@@ -266,6 +268,9 @@ func (o *rawOptions) validate() error {
 		}
 	}
 	if err := o.validatePath(); err != nil {
+		return err
+	}
+	if err := checkCQModFlag(o.fs, o.cqMod, o.usage); err != nil {
 		return err
 	}
 	if o.hgrmPath != "" && o.server {
@@ -398,6 +403,9 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 	if o.test != session.RawLat && !o.server {
 		c.BurstSize, c.RateMbps, c.HWPacing = o.burstSize, o.mbps, o.rateType == "PP" && o.mbps > 0
 		c.TypicalPktSize = o.typicalPkt
+	}
+	if o.test == session.RawBW && !o.server {
+		c.CQMod = o.cqMod // the server takes -Q, as perftest's, and has no sends to moderate
 	}
 	f := &c.Frame
 	f.DstIP, _ = netip.ParseAddr(o.dstIP)
@@ -554,6 +562,10 @@ func (o *rawOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		out = stderr
 	}
 	p := &rawPrinter{errPrinter: errPrinter{w: out}, o: o, clk: env.Clock}
+	if o.test == session.RawBW && !o.server {
+		p.cqMod = rawCQModText(&c)
+		env.Extra["cq_mod"] = p.cqMod
+	}
 	c.OnResult = p.row
 	if o.test == session.RawBW && !o.server && o.mbps > 0 {
 		// The sender's own waits for a CPU explain a rate that falls
@@ -655,6 +667,19 @@ type rawPrinter struct {
 	sizeStart time.Time
 	waitStart time.Duration
 	waitOK    bool
+	// cqMod is a raw-bw client's CQ moderation line (rawCQModText).
+	cqMod string
+}
+
+// rawCQModText is the header's CQ moderation of a raw-bw client: one
+// number, or the sizes' first and the 1 of those above
+// session.CQModSizeLimit (-a with a jumbo MTU).
+func rawCQModText(c *raw.Config) string {
+	first := c.CQModFor(c.Sizes[0])
+	if last := c.CQModFor(c.MaxSize()); last != first {
+		return fmt.Sprintf("%d (%d above %d[B])", first, last, session.CQModSizeLimit)
+	}
+	return strconv.Itoa(first)
 }
 
 // paceTolerance is how far, in percent, a paced raw-bw client's achieved
@@ -705,6 +730,9 @@ func (p *rawPrinter) ready(in raw.Info) {
 	p.pair("Protocol", proto, "Flows", strconv.Itoa(o.flows))
 	if o.test != session.RawBurstLat {
 		p.one("Send path", o.pathText(in.Frame))
+	}
+	if p.cqMod != "" {
+		p.one("CQ Moderation", p.cqMod)
 	}
 	if in.ClockKHz > 0 {
 		p.one("Completion clock", fmt.Sprintf("%d kHz (completion timestamps)", in.ClockKHz))

@@ -108,6 +108,13 @@ func TestRawFlags(t *testing.T) {
 		{"raw-bw", append(base, "--hgrm", "x.hgrm"), "unknown flag: --hgrm"},
 		{"raw-lat", []string{"-d", "raw_x", "-Z", "-E", mac, "-J", "10.0.0.2", "--hgrm", "x.hgrm"}, "the server measures none: give --hgrm to the client (-P)"},
 		{"raw-burst-lat", append(base, "--hgrm", "-", "--json", "-"), "--json - and --hgrm - both want stdout"},
+		// -Q as the connected bandwidth tests take and word it
+		{"raw-bw", append(base, "-Q", "0"), "-Q 0: CQ moderation must be between 1 and 1024"},
+		{"raw-bw", append(base, "--cq-mod", "1025"), "-Q 1025: CQ moderation must be between 1 and 1024"},
+		{"raw-bw", append(base, "-Q", "-3"), "-Q -3: CQ moderation must be between 1 and 1024"},
+		{"send-bw", []string{"-Q", "0", "localhost"}, "-Q 0: CQ moderation must be between 1 and 1024"},
+		{"paths", append(base, "-Q", "1025"), "-Q 1025: CQ moderation must be between 1 and 1024"},
+		{"raw-lat", append(base, "-Q", "4"), "unknown shorthand flag: 'Q' in -Q"},
 	} {
 		_, _, err := runRaw(context.Background(), append([]string{c.cmd}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -118,7 +125,7 @@ func TestRawFlags(t *testing.T) {
 			t.Errorf("%s %q: a multi-line error: %q", c.cmd, c.args, err)
 		}
 		var ue *cli.UsageError
-		if !strings.Contains(c.want, "raw_nosuch0") && !strings.Contains(c.want, "unknown flag") && !errors.As(err, &ue) {
+		if !strings.Contains(c.want, "raw_nosuch0") && !strings.Contains(c.want, "unknown ") && !errors.As(err, &ue) {
 			t.Errorf("%s %q: %v is not a usage error", c.cmd, c.args, err)
 		}
 	}
@@ -219,7 +226,7 @@ func TestRawBWCommand(t *testing.T) {
 	s := newRawSides(t)
 	jsonPath := filepath.Join(t.TempDir(), "client.json")
 	srv, cli := s.run(t, "raw-bw", []string{"-n", "3000", "-r", "4096", "-s", "128"}, []string{"-n", "3000", "-s", "128", "--json", jsonPath})
-	for _, want := range []string{"Raw Ethernet BW Test", "Role            : client", " 128        3000 ", "engine raw_" + s.pair.A.Link + " frames: sent 3000, send errors 0"} {
+	for _, want := range []string{"Raw Ethernet BW Test", "Role            : client", "CQ Moderation   : 100\n", " 128        3000 ", "engine raw_" + s.pair.A.Link + " frames: sent 3000, send errors 0"} {
 		if !strings.Contains(cli, want) {
 			t.Errorf("client output lacks %q:\n%s", want, cli)
 		}
@@ -238,7 +245,7 @@ func TestRawBWCommand(t *testing.T) {
 		d.Results[0].Bandwidth == nil || d.Results[0].MsgRateMpps <= 0 {
 		t.Errorf("client document results %+v", d.Results)
 	}
-	if d.Env.Fabric != "raw" || d.Env.Extra["role"] != "client" || d.Env.EngineCounters["tx_frames"] != 3000 {
+	if d.Env.Fabric != "raw" || d.Env.Extra["role"] != "client" || d.Env.Extra["cq_mod"] != "100" || d.Env.EngineCounters["tx_frames"] != 3000 {
 		t.Errorf("client document env: fabric %q, extra %v, tx_frames %d", d.Env.Fabric, d.Env.Extra, d.Env.EngineCounters["tx_frames"])
 	}
 }

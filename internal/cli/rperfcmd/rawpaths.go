@@ -87,7 +87,7 @@ func (c *pathsCmd) validateRaw(args []string) error {
 	case o.device == "":
 		return cli.Usagef("-d: give the raw device, e.g. -d raw_eth0")
 	}
-	for _, name := range []string{"all", "qp", "bidirectional", "connection", "inline_size", "cq-mod", "mtu", "hgrm"} {
+	for _, name := range []string{"all", "qp", "bidirectional", "connection", "inline_size", "mtu", "hgrm"} {
 		if f := o.fs.Lookup(name); f != nil && f.Changed {
 			return cli.Usagef("%s does not apply to rperf paths on a raw device: drop it", flagLead(f))
 		}
@@ -113,6 +113,7 @@ func (c *pathsCmd) validateRaw(args []string) error {
 		ro.rxDepth = o.rxDepth
 	}
 	ro.flows, ro.flowsBurst, ro.rateType, ro.rateUnits = 1, 1, "PP", "g"
+	ro.cqMod = o.cqMod
 	if err := ro.validate(); err != nil {
 		return err
 	}
@@ -224,6 +225,11 @@ func (c *pathsCmd) runRaw(ctx context.Context, stdout, stderr io.Writer) error {
 		p.one("Skipped", s)
 	}
 	p.one("Reference", "afpacket: the same frames from a plain AF_PACKET socket, one write(2) each")
+	if !ro.server {
+		cq := rawCQModText(&cfg)
+		p.one("CQ Moderation", cq+" (a send completion per that many sends; tso: per TSO send)")
+		env.Extra["cq_mod"] = cq
+	}
 	if slices.ContainsFunc(runs, func(r rawPathRun) bool { return r.path == sendpath.TSO }) {
 		p.one("TSO", fmt.Sprintf("one TSO send per %d frames (-l), MSS %d: segments of %d bytes", o.postList, ro.size-h, ro.size))
 	}
