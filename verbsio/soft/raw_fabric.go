@@ -112,6 +112,10 @@ type rawFabric struct {
 	frames  [][]byte
 	arena   []byte
 	txStamp uint64 // the completion clock just before the last frames went to the kernel
+	// stampTX: the send CQ of the QP whose doorbell is being rung stamps
+	// its completions, so sendBatch reads the clock (else it costs a
+	// clock read per frame on the one-frame generic path for nothing).
+	stampTX bool
 	off     int
 	tso     netpkt.TSO
 	scratch []byte // a TSO send gathered whole (rawMaxTSOHdr + rawMaxTSO)

@@ -202,7 +202,9 @@ func (f *rawFabric) sendBatch() error {
 	if len(f.frames) == 0 {
 		return nil
 	}
-	f.txStamp = ring.Clock()
+	if f.stampTX {
+		f.txStamp = ring.Clock()
+	}
 	n, err := f.tx.Send(f.frames)
 	f.cnt.txFrames.Add(uint64(n))
 	if err != nil {

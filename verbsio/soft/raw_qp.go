@@ -146,6 +146,7 @@ func (r *rawQP) execute() {
 		return
 	}
 	f := r.f
+	f.stampTX = q.sendCQ.ring.Header().Flags.Load()&ring.FlagTimestamp != 0
 	mask := q.sq.Depth() - 1
 	pos := q.sqExec
 	for pos != q.sqPI {
