@@ -165,6 +165,9 @@ func (c *config) main(ctx context.Context) (int, error) {
 		Image: img, Link: link, Results: c.results, Share: b.share, Dir: c.build,
 		SMP: c.smp, MemMB: c.mem, Boot: 180 * time.Second, Limit: 6 * time.Hour,
 	}
+	if c.bench {
+		bootCfg.Append = benchKernelArgs
+	}
 	v, err := vm.Boot(ctx, bootCfg)
 	if err != nil {
 		return 2, err
