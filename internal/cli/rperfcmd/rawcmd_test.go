@@ -518,3 +518,46 @@ func TestRawPathsFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestRawPathsTableMedian: rperf paths' per-path figures are medians over
+// the repetitions; with an even count the median is the mean of the two
+// middle values (with --reps 2 it was the higher run's), and the range
+// is the lowest and highest ratio whatever order the runs came in.
+func TestRawPathsTableMedian(t *testing.T) {
+	runs := []rawPathRun{{name: raw.PathAFPacket, ref: true}, {name: "generic"}}
+	res := func(path string, mpps float64) reports.Result {
+		return reports.Result{Path: path, Bytes: 64, Bandwidth: &reports.Bandwidth{MsgRateMpps: mpps}}
+	}
+	tests := []struct {
+		name    string
+		results []reports.Result
+		want    string // the generic row's rate, ratio and range
+	}{
+		{"two reps", []reports.Result{
+			res(raw.PathAFPacket, 1), res("generic", 0.2),
+			res(raw.PathAFPacket, 1), res("generic", 1.6),
+		}, "0.9000 57.60 0.90 0.20-1.60"},
+		{"three reps, best first", []reports.Result{
+			res(raw.PathAFPacket, 1), res("generic", 1.5),
+			res(raw.PathAFPacket, 2), res("generic", 1),
+			res(raw.PathAFPacket, 1), res("generic", 0.9),
+		}, "1.0000 64.00 0.90 0.50-1.50"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := writeRawPathsTable(&errPrinter{w: &b}, runs, tc.results, 16); err != nil {
+				t.Fatal(err)
+			}
+			var row string
+			for _, line := range strings.Split(b.String(), "\n") {
+				if f := strings.Fields(line); len(f) == 5 && f[0] == "generic" {
+					row = strings.Join(f[1:], " ")
+				}
+			}
+			if row != tc.want {
+				t.Errorf("generic row %q, want %q; table:\n%s", row, tc.want, b.String())
+			}
+		})
+	}
+}

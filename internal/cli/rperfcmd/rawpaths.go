@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/rperf/rperf/internal/cli"
+	"github.com/rperf/rperf/internal/stats"
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/reports/table"
 	"github.com/rperf/rperf/tests/raw"
@@ -319,10 +319,6 @@ func writeRawPathsTable(p *errPrinter, runs []rawPathRun, results []reports.Resu
 		}
 		return r.MsgRateMpps
 	}
-	median := func(xs []float64) float64 {
-		sort.Float64s(xs)
-		return xs[len(xs)/2]
-	}
 	p.printf("%s\n", table.ResultLine)
 	p.printf(" %-10s %14s %14s %12s %16s\n", "path", "frames[Mpps]", "MB/s[10^6]", "x-afpacket", "x range")
 	size := results[0].Bytes
@@ -344,8 +340,10 @@ func writeRawPathsTable(p *errPrinter, runs []rawPathRun, results []reports.Resu
 				ratios = append(ratios, own/ref)
 			}
 		}
-		m, x := median(rates), median(ratios)
-		p.printf(" %-10s %14.4f %14.2f %12.2f %16s\n", run.name, m, m*float64(size), x, fmt.Sprintf("%.2f-%.2f", ratios[0], ratios[len(ratios)-1]))
+		// An even number of repetitions has two middle values: their
+		// mean, not the upper one (with --reps 2 that was the higher run).
+		m, x := stats.Median(rates), stats.Median(ratios)
+		p.printf(" %-10s %14.4f %14.2f %12.2f %16s\n", run.name, m, m*float64(size), x, fmt.Sprintf("%.2f-%.2f", slices.Min(ratios), slices.Max(ratios)))
 	}
 	p.printf("%s\n", table.ResultLine)
 	p.printf(" frames[Mpps]: the median of the path's runs (tso: the frames cut from its sends); x-afpacket: the median of its\n"+
