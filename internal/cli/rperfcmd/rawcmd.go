@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -297,7 +298,7 @@ func (o *rawOptions) validate() error {
 		}
 		ip, err := netip.ParseAddr(a.v)
 		if err != nil || ip.Zone() != "" {
-			return cli.Usagef("%s %s: not an IP address", a.flag, a.v)
+			return cli.Usagef("%s %s: not an IP address; write it as X.X.X.X (IPv4) or, with --raw_ipv6, as an IPv6 address", a.flag, a.v)
 		}
 		if ip.Is6() != o.ipv6 {
 			return cli.Usagef("%s %s: an IPv%d address; raw frames are IPv%d%s", a.flag, a.v, map[bool]int{true: 6, false: 4}[ip.Is6()],
@@ -352,12 +353,17 @@ func (o *rawOptions) parseRate() error {
 	switch {
 	case o.rateLimit < 0:
 		return cli.Usagef("--rate_limit %g: a rate cannot be negative", o.rateLimit)
+	case math.IsNaN(o.rateLimit) || math.IsInf(o.rateLimit, 0):
+		return cli.Usagef("--rate_limit %g: give a number, e.g. --rate_limit 100 --rate_units M", o.rateLimit)
 	case o.rateType != "SW" && o.rateType != "PP":
 		return cli.Usagef("--rate_limit_type %s: use SW (software spacing) or PP (packet pacing); rperf has no HW static rate on raw QPs", o.rateType)
 	case o.rateType == "PP" && o.rateLimit == 0 && o.fs.Changed("rate_limit_type"):
 		return cli.Usagef("--rate_limit_type PP paces at --rate_limit: give it")
 	case o.rateType == "SW" && o.test == session.RawBW:
 		return cli.Usagef("--rate_limit_type SW: raw-bw paces through the QP only (PP)")
+	case o.rateLimit == 0 && (o.fs.Changed("rate_units") || o.fs.Changed("typical_pkt_size")):
+		// Nothing paces without a rate: say so rather than run unpaced.
+		return cli.Usagef("--rate_units and --typical_pkt_size set how --rate_limit paces: give --rate_limit too")
 	case o.typicalPkt != 0 && o.rateType != "PP":
 		return cli.Usagef("--typical_pkt_size sets the packet pacing: add --rate_limit_type PP")
 	case o.typicalPkt < 0 || o.typicalPkt > raw.MaxFrame:
@@ -372,6 +378,10 @@ func (o *rawOptions) parseRate() error {
 		o.mbps = o.rateLimit * float64(o.size*8) / 1e6
 	default:
 		return cli.Usagef("--rate_units %s: use M (Mb/s), g (Gb/s) or p (frames per second)", o.rateUnits)
+	}
+	if o.mbps*1000 > math.MaxUint32 {
+		// A QP's rate limit is a 32-bit kbit/s count (ibv_qp_attr.rate_limit).
+		return cli.Usagef("--rate_limit %g%s: above %d Gb/s, the most a QP's rate limit (kbit/s, 32 bits) holds; rdiag info shows the device's packet_pacing range", o.rateLimit, o.rateUnits, uint64(math.MaxUint32)/1e6)
 	}
 	return nil
 }
