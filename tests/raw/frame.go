@@ -32,8 +32,11 @@ type FrameSpec struct {
 	TCP       bool
 	TOS       uint8
 	FlowLabel uint32
-	VLAN      bool
-	VLANID    uint16
+	// HopLimit is the IPv4 TTL or IPv6 hop limit (perftest -L); 0 means
+	// 64, perftest's default.
+	HopLimit uint8
+	VLAN     bool
+	VLANID   uint16
 	// VLANPCP is the tag's priority, 0 to 7, or VLANPCPRotate.
 	VLANPCP uint8
 	// EtherType, when not 0, replaces the IP family's EtherType (perftest
@@ -54,6 +57,14 @@ func (s *FrameSpec) pcpVariants() int {
 		return VLANPCPRotate
 	}
 	return 1
+}
+
+// hopLimit is the frame's IPv4 TTL or IPv6 hop limit.
+func (s *FrameSpec) hopLimit() uint8 {
+	if s.HopLimit == 0 {
+		return 64
+	}
+	return s.HopLimit
 }
 
 // ipEtherType is the EtherType of the frame's IP family.
@@ -134,7 +145,7 @@ func (s *FrameSpec) Build(b []byte, seed byte) error {
 		ip[1] = s.TOS
 		binary.BigEndian.PutUint16(ip[2:], uint16(ip4Len+l4))
 		binary.BigEndian.PutUint16(ip[6:], 0x4000) // DF
-		ip[8] = 64
+		ip[8] = s.hopLimit()
 		ip[9] = proto
 		src, dst := s.SrcIP.As4(), s.DstIP.As4()
 		copy(ip[12:16], src[:])
@@ -147,7 +158,7 @@ func (s *FrameSpec) Build(b []byte, seed byte) error {
 		binary.BigEndian.PutUint32(ip[0:], 6<<28|uint32(s.TOS)<<20|s.FlowLabel&0xfffff)
 		binary.BigEndian.PutUint16(ip[4:], uint16(l4))
 		ip[6] = proto
-		ip[7] = 64
+		ip[7] = s.hopLimit()
 		src, dst := s.SrcIP.As16(), s.DstIP.As16()
 		copy(ip[8:24], src[:])
 		copy(ip[24:40], dst[:])

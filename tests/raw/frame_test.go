@@ -32,6 +32,9 @@ func TestBuildTshark(t *testing.T) {
 			for _, vlan := range []bool{false, true} {
 				for _, size := range []int{78, 79, 1514} {
 					s := FrameSpec{Addresses: testAddrs(v6), TCP: tcp, TOS: 0x28, VLAN: vlan, VLANID: 7, VLANPCP: 5, FlowLabel: 0xbeef}
+					if vlan {
+						s.HopLimit = 9 // -L; otherwise perftest's 64
+					}
 					shapes = append(shapes, shape{fmt.Sprintf("v6=%v/tcp=%v/vlan=%v/%d", v6, tcp, vlan, size), s, size})
 				}
 			}
@@ -45,17 +48,21 @@ func TestBuildTshark(t *testing.T) {
 		}
 	}
 	rows := tshark.Fields(t, frames, "eth.src", "eth.dst", "vlan.id", "vlan.priority", "ip.src", "ipv6.src", "ip.dsfield",
-		"ipv6.tclass", "ipv6.flow", "ip.checksum.status", "udp.checksum.status", "tcp.checksum.status", "udp.dstport", "tcp.dstport", "frame.len")
+		"ipv6.tclass", "ipv6.flow", "ip.checksum.status", "udp.checksum.status", "tcp.checksum.status", "udp.dstport", "tcp.dstport", "frame.len", "ip.ttl", "ipv6.hlim")
 	for i, s := range shapes {
 		r := rows[i]
 		want := map[int]string{0: "02:00:00:00:00:01", 1: "02:00:00:00:00:02", 14: fmt.Sprint(s.size)}
+		hops := "64"
+		if s.spec.HopLimit != 0 {
+			hops = fmt.Sprint(s.spec.HopLimit)
+		}
 		if s.spec.VLAN {
 			want[2], want[3] = "7", "5"
 		}
 		if s.spec.SrcIP.Is4() {
-			want[4], want[6], want[9] = "10.0.0.1", "0x28", tshark.Good
+			want[4], want[6], want[9], want[15] = "10.0.0.1", "0x28", tshark.Good, hops
 		} else {
-			want[5], want[7], want[8] = "fd00::1", "0x00000028", "0x00beef"
+			want[5], want[7], want[8], want[16] = "fd00::1", "0x00000028", "0x00beef", hops
 		}
 		if s.spec.TCP {
 			want[11], want[13] = tshark.Good, "6000"

@@ -59,6 +59,7 @@ type rawOptions struct {
 	flowsBurst  int
 	tos         int
 	flowLabel   int
+	hopLimit    int
 	ipv6        bool
 	vlan        bool
 	vlanPCP     int
@@ -163,9 +164,10 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.tcp, "tcp", false, "TCP headers instead of UDP")
 	fs.IntVar(&o.flows, "flows", 1, "flows the client sends: ports -k+i and -K+i for flow i")
 	fs.IntVar(&o.flowsBurst, "flows_burst", 1, "frames to one flow before the next")
-	fs.IntVar(&o.tos, "tos", 0, "IPv4 type of service (IPv6: traffic class), 0 to 255")
+	fs.IntVarP(&o.tos, "tos", "T", 0, "IPv4 type of service (IPv6: traffic class), 0 to 255")
 	fs.IntVar(&o.tclass, "tclass", 0, "IPv6 traffic class, 0 to 255 (with --raw_ipv6; --tos sets the same field)")
 	fs.IntVar(&o.flowLabel, "flow_label", 0, "IPv6 flow label, 0 to 1048575")
+	fs.IntVarP(&o.hopLimit, "hop_limit", "L", 64, "the frames' IPv4 TTL (IPv6: hop limit), 1 to 255")
 	fs.BoolVar(&o.ipv6, "raw_ipv6", false, "IPv6 headers (with -j/-J IPv6 addresses)")
 	fs.BoolVar(&o.vlan, "vlan_en", false, "add an 802.1Q tag (VLAN 1)")
 	fs.IntVar(&o.vlanPCP, "vlan_pcp", 0, "with --vlan_en: the tag's priority, 0 to 7; 8: another per frame (1, 2, ..., 7, 0, ...)")
@@ -236,6 +238,8 @@ func (o *rawOptions) validate() error {
 		return cli.Usagef("-K %d: not a UDP or TCP port (1 to 65535)", o.dstPort)
 	case o.tos < 0 || o.tos > 255:
 		return cli.Usagef("--tos %d: a type of service is 0 to 255", o.tos)
+	case o.hopLimit < 1 || o.hopLimit > 255:
+		return cli.Usagef("-L %d: a hop limit (TTL) is 1 to 255", o.hopLimit)
 	case o.flowLabel < 0 || o.flowLabel > 0xfffff:
 		return cli.Usagef("--flow_label %d: a flow label is 0 to 1048575", o.flowLabel)
 	case o.flowLabel != 0 && !o.ipv6:
@@ -425,7 +429,7 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 		f.DstMAC, _ = parseMAC("-E", o.dstMAC)
 	}
 	f.SrcPort, f.DstPort = uint16(o.srcPort), uint16(o.dstPort)
-	f.TCP, f.TOS, f.FlowLabel = o.tcp, uint8(o.tos), uint32(o.flowLabel)
+	f.TCP, f.TOS, f.FlowLabel, f.HopLimit = o.tcp, uint8(o.tos), uint32(o.flowLabel), uint8(o.hopLimit)
 	if o.fs.Changed("tclass") {
 		f.TOS = uint8(o.tclass)
 	}

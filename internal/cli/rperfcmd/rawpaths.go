@@ -41,7 +41,7 @@ type rawPathsOptions struct {
 
 // registerRaw adds raw-bw's addressing flags to the comparison's.
 func (r *rawPathsOptions) registerRaw(fs *pflag.FlagSet) {
-	r.ro = &rawOptions{test: session.RawBW, fs: fs, pathName: "generic"}
+	r.ro = &rawOptions{test: session.RawBW, fs: fs, pathName: "generic", hopLimit: 64}
 	o := r.ro
 	fs.BoolVarP(&o.server, "server", "Z", false, "raw devices: the server side, which counts the frames of every run (start it first)")
 	fs.BoolVarP(&o.client, "client", "P", false, "raw devices: the client side, which sends on each path and on a plain packet socket")
