@@ -604,6 +604,11 @@ func (o *rawOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			k := counters["tx_tso_kernel"]
 			fmt.Fprintf(out, " engine %s TSO sends: %d, cut by the kernel %d, by the engine %d\n", o.device, n, k, n-k)
 		}
+		if p.stamped {
+			if err := writeRawStamps(out, o.device, counters); err != nil {
+				return fmt.Errorf("write the report: %w", err)
+			}
+		}
 	}
 	if err := side.writeDoc(o, env, results, stdout); err != nil {
 		return err
@@ -683,6 +688,9 @@ type rawPrinter struct {
 	waitOK    bool
 	// cqMod is a raw-bw client's CQ moderation line (rawCQModText).
 	cqMod string
+	// stamped: the CQ stamps completions (the header's Completion clock),
+	// so the report says which clock stamped the frames received.
+	stamped bool
 }
 
 // rawCQModText is the header's CQ moderation of a raw-bw client: one
@@ -749,6 +757,7 @@ func (p *rawPrinter) ready(in raw.Info) {
 		p.one("CQ Moderation", p.cqMod)
 	}
 	if in.ClockKHz > 0 {
+		p.stamped = true
 		p.one("Completion clock", fmt.Sprintf("%d kHz (completion timestamps)", in.ClockKHz))
 	}
 	p.one("Clock", clockText(p.clk))
@@ -864,6 +873,21 @@ func writeRawCounters(w io.Writer, device string, c map[string]uint64) error {
 		parts = append(parts, fmt.Sprintf("%s %d", f.label, c[f.name]))
 	}
 	_, err := fmt.Fprintf(w, " engine %s frames: %s\n", device, strings.Join(parts, ", "))
+	return err
+}
+
+// writeRawStamps says which clock stamped the frames a raw side received
+// (their receive completions' timestamps): the NIC's, the kernel's
+// software stamp where the NIC has none (veth), or the time the frame
+// was written into the ring when the kernel had not stamped it yet.
+// Nothing when no frame arrived.
+func writeRawStamps(w io.Writer, device string, c map[string]uint64) error {
+	hw, sw, ring := c["rx_ts_hardware"], c["rx_ts_software"], c["rx_ts_ring"]
+	if hw+sw+ring == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, " engine %s receive stamps: hardware (the NIC's clock) %d, software (the kernel's, the NIC gave none) %d, ring (written to the ring, not stamped by the kernel) %d\n",
+		device, hw, sw, ring)
 	return err
 }
 

@@ -245,6 +245,15 @@ func TestRawBWCommand(t *testing.T) {
 			t.Errorf("server output lacks %q:\n%s", want, srv)
 		}
 	}
+	// The server times arrivals by the receive completions' stamps and
+	// says whose they are: veth has no hardware clock, so the kernel's.
+	stamps := regexp.MustCompile(`engine raw_\S+ receive stamps: hardware \(the NIC's clock\) (\d+), software \(the kernel's, the NIC gave none\) (\d+), ring`).FindStringSubmatch(srv)
+	if stamps == nil || stamps[1] != "0" || stamps[2] == "0" {
+		t.Errorf("server output: want its receive stamps, none hardware and some software (veth):\n%s", srv)
+	}
+	if strings.Contains(cli, "receive stamps") {
+		t.Errorf("client output (no completion clock) names receive stamps:\n%s", cli)
+	}
 	data, err := os.ReadFile(jsonPath)
 	if err != nil {
 		t.Fatal(err)
