@@ -329,7 +329,13 @@ const devCapManagedFlowSteering = 1 << 29
 func (c *capabilitiesJSON) rawRows(v devView, row func(key, value, source string), unknownRow func(key, why string)) {
 	a := v.desc.Attr
 	if a == nil {
-		return // the rows above said why
+		// No provider answered (a kernel device without the ibverbs
+		// build): the raw rows are unknown for the rows above's reason,
+		// not missing.
+		for _, key := range []string{"max_raw_ethy_qp", "flow_steering", "hca_core_clock"} {
+			unknownRow(key, v.desc.AttrWhy)
+		}
+		return
 	}
 	ext := func(key string) bool {
 		switch {

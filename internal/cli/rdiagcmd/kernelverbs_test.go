@@ -139,6 +139,13 @@ func TestKernelDeviceWithoutVerbs(t *testing.T) {
 					t.Errorf("info -v lacks %q:\n%s", want, r.stdout)
 				}
 			}
+			// The capability report's raw rows say why too, not vanish.
+			r = run(t, c.env, "--sysfs", roce, "info", "mlx5_2")
+			for _, key := range []string{"tso", "raw_packet_caps", "max_raw_ethy_qp", "flow_steering", "hca_core_clock"} {
+				if !regexp.MustCompile(`(?m)^` + key + `\s+` + regexp.QuoteMeta(c.why) + `\s`).MatchString(r.stdout) {
+					t.Errorf("info lacks the row %s %q:\n%s", key, c.why, r.stdout)
+				}
+			}
 			r = run(t, c.env, "--sysfs", roce, "devices", "--json")
 			var devs []deviceJSON
 			if err := json.Unmarshal([]byte(r.stdout), &devs); err != nil {
