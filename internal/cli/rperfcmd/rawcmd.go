@@ -159,6 +159,14 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.dstIP, "dest_ip", "J", "", "the peer's IP address (required)")
 	fs.IntVarP(&o.srcPort, "source_port", "k", DefaultRawPort, "this side's UDP or TCP port")
 	fs.IntVarP(&o.dstPort, "dest_port", "K", DefaultRawPort, "the peer's UDP or TCP port")
+	// perftest's newer spellings, which mean what rperf's -B/-E/-j/-J/-k/-K
+	// mean: this side's addresses and the peer's.
+	fs.StringVar(&o.srcMAC, "local_mac", "", "the same as -B (perftest's newer spelling)")
+	fs.StringVar(&o.dstMAC, "remote_mac", "", "the same as -E (perftest's newer spelling)")
+	fs.StringVar(&o.srcIP, "local_ip", "", "the same as -j (perftest's newer spelling)")
+	fs.StringVar(&o.dstIP, "remote_ip", "", "the same as -J (perftest's newer spelling)")
+	fs.IntVar(&o.srcPort, "local_port", DefaultRawPort, "the same as -k (perftest's newer spelling)")
+	fs.IntVar(&o.dstPort, "remote_port", DefaultRawPort, "the same as -K (perftest's newer spelling)")
 	fs.BoolVarP(&o.server, "server", "Z", false, "the server side: receives (raw-bw) or answers pings (raw-lat)")
 	fs.BoolVarP(&o.client, "client", "P", false, "the client side: sends and measures")
 	fs.BoolVar(&o.tcp, "tcp", false, "TCP headers instead of UDP")
@@ -213,29 +221,61 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	}
 }
 
+// rawAddrFlags pairs each address flag with perftest's newer spelling of
+// it (--local_*/--remote_*), which sets the same value.
+var rawAddrFlags = []struct{ short, old, new string }{
+	{"-B", "source_mac", "local_mac"}, {"-E", "dest_mac", "remote_mac"},
+	{"-j", "source_ip", "local_ip"}, {"-J", "dest_ip", "remote_ip"},
+	{"-k", "source_port", "local_port"}, {"-K", "dest_port", "remote_port"},
+}
+
+// addrFlag is how errors name the address flag short (-B, -E, -j, -J, -k
+// or -K): as the user gave it, --local_* or --remote_* when that spelling
+// was used.
+func (o *rawOptions) addrFlag(short string) string {
+	for _, f := range rawAddrFlags {
+		if f.short == short && o.fs.Changed(f.new) {
+			return "--" + f.new
+		}
+	}
+	return short
+}
+
 // validate checks the flags' spelling and roles before any device opens.
 func (o *rawOptions) validate() error {
+	var oldF, newF string
+	for _, f := range rawAddrFlags {
+		if oldF == "" && o.fs.Changed(f.old) {
+			oldF = f.short
+		}
+		if newF == "" && o.fs.Changed(f.new) {
+			newF = "--" + f.new
+		}
+	}
+	if oldF != "" && newF != "" {
+		return cli.Usagef("%s and %s: give the addresses as -B/-E/-j/-J/-k/-K or as --local_*/--remote_*, not a mix (perftest refuses it too)", oldF, newF)
+	}
 	switch {
 	case o.device == "":
 		return cli.Usagef("-d: give the raw device, e.g. -d raw_eth0 (the built-in engine's raw device over eth0)")
 	case o.server == o.client:
 		return cli.Usagef("give the side's role: --server (-Z) or --client (-P), exactly one")
 	case o.mcast && o.dstMAC != "":
-		return cli.Usagef("--raw_mcast sends to the group's MAC, derived from -J: drop -E")
+		return cli.Usagef("--raw_mcast sends to the group's MAC, derived from %s: drop %s", o.addrFlag("-J"), o.addrFlag("-E"))
 	case o.mcast && o.ipv6:
 		return cli.Usagef("--raw_mcast sends to an IPv4 group: drop --raw_ipv6")
 	case o.dstMAC == "" && !o.mcast:
-		return cli.Usagef("-E: give the peer's MAC address (--dest_mac): raw frames carry it")
+		return cli.Usagef("-E: give the peer's MAC address (--dest_mac or --remote_mac): raw frames carry it")
 	case o.dstIP == "":
-		return cli.Usagef("-J: give the peer's IP address (--dest_ip): raw frames carry it")
+		return cli.Usagef("-J: give the peer's IP address (--dest_ip or --remote_ip): raw frames carry it")
 	case o.timeout <= 0:
 		return cli.Usagef("--timeout %v: must be positive, e.g. 30s", o.timeout)
 	case o.all && o.fs.Changed("size"):
 		return cli.Usagef("-a and -s conflict: -a runs every size from 64 bytes to the MTU; drop one of them")
 	case o.srcPort < 1 || o.srcPort > 65535:
-		return cli.Usagef("-k %d: not a UDP or TCP port (1 to 65535)", o.srcPort)
+		return cli.Usagef("%s %d: not a UDP or TCP port (1 to 65535)", o.addrFlag("-k"), o.srcPort)
 	case o.dstPort < 1 || o.dstPort > 65535:
-		return cli.Usagef("-K %d: not a UDP or TCP port (1 to 65535)", o.dstPort)
+		return cli.Usagef("%s %d: not a UDP or TCP port (1 to 65535)", o.addrFlag("-K"), o.dstPort)
 	case o.tos < 0 || o.tos > 255:
 		return cli.Usagef("--tos %d: a type of service is 0 to 255", o.tos)
 	case o.hopLimit < 1 || o.hopLimit > 255:
@@ -286,17 +326,17 @@ func (o *rawOptions) validate() error {
 	}
 	if o.mcast {
 		if ip, err := netip.ParseAddr(o.dstIP); err == nil && (!ip.Is4() || !ip.IsMulticast()) {
-			return cli.Usagef("--raw_mcast: -J %s is not an IPv4 multicast group; give one in 224.0.0.0/4 (e.g. 239.1.1.1), the same on both sides", o.dstIP)
+			return cli.Usagef("--raw_mcast: %s %s is not an IPv4 multicast group; give one in 224.0.0.0/4 (e.g. 239.1.1.1), the same on both sides", o.addrFlag("-J"), o.dstIP)
 		}
-	} else if _, err := parseMAC("-E", o.dstMAC); err != nil {
+	} else if _, err := parseMAC(o.addrFlag("-E"), o.dstMAC); err != nil {
 		return err
 	}
 	if o.srcMAC != "" {
-		if _, err := parseMAC("-B", o.srcMAC); err != nil {
+		if _, err := parseMAC(o.addrFlag("-B"), o.srcMAC); err != nil {
 			return err
 		}
 	}
-	for _, a := range []struct{ flag, v string }{{"-J", o.dstIP}, {"-j", o.srcIP}} {
+	for _, a := range []struct{ flag, v string }{{o.addrFlag("-J"), o.dstIP}, {o.addrFlag("-j"), o.srcIP}} {
 		if a.v == "" {
 			continue
 		}

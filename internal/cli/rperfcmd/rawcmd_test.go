@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,10 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/rperf/rperf/internal/cli"
 	"github.com/rperf/rperf/internal/testsupport/netns"
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/raw"
+	"github.com/rperf/rperf/tests/session"
 )
 
 // runRaw runs rperf with args (a raw command) and returns its stdout and
@@ -54,6 +58,10 @@ func TestRawFlags(t *testing.T) {
 		{"raw-bw", append(base, "-K", "65536"), "-K 65536: not a UDP or TCP port"},
 		{"raw-bw", append(base, "--tos", "256"), "--tos 256: a type of service is 0 to 255"},
 		{"raw-lat", append(base, "-T", "-1"), "--tos -1: a type of service is 0 to 255"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "--remote_mac", mac, "-J", "10.0.0.2"}, "-J and --remote_mac: give the addresses as -B/-E/-j/-J/-k/-K or as --local_*/--remote_*, not a mix"},
+		{"raw-lat", []string{"-d", "raw_x", "-P", "--remote_mac", mac, "--remote_ip", "10.0.0.2", "--local_port", "0"}, "--local_port 0: not a UDP or TCP port"},
+		{"raw-lat", []string{"-d", "raw_x", "-P", "--remote_mac", "02:00", "--remote_ip", "10.0.0.2"}, "--remote_mac 02:00: not a MAC address"},
+		{"raw-burst-lat", []string{"-d", "raw_x", "-P", "--remote_mac", mac, "--remote_ip", "fd00::2"}, "--remote_ip fd00::2: an IPv6 address"},
 		{"raw-burst-lat", append(base, "-L", "0"), "-L 0: a hop limit (TTL) is 1 to 255"},
 		{"raw-bw", append(base, "--hop_limit", "256"), "-L 256: a hop limit (TTL) is 1 to 255"},
 		{"raw-bw", append(base, "--flow_label", "5"), "--flow_label is an IPv6 field: add --raw_ipv6"},
@@ -577,5 +585,33 @@ func TestRawPathsTableMedian(t *testing.T) {
 				t.Errorf("generic row %q, want %q; table:\n%s", row, tc.want, b.String())
 			}
 		})
+	}
+}
+
+// TestRawAddrSpellings: perftest's --local_*/--remote_* flags set what
+// -B/-E/-j/-J/-k/-K set (this side's addresses and the peer's).
+func TestRawAddrSpellings(t *testing.T) {
+	frame := func(args ...string) raw.FrameSpec {
+		t.Helper()
+		o := &rawOptions{test: session.RawBW}
+		fs := pflag.NewFlagSet("raw-bw", pflag.ContinueOnError)
+		o.register(fs)
+		if err := fs.Parse(append([]string{"-d", "raw_x", "-P"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.validate(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		c, err := o.config("")
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return c.Frame
+	}
+	short := frame("-B", "02:00:00:00:00:01", "-E", "02:00:00:00:00:02", "-j", "10.0.0.1", "-J", "10.0.0.2", "-k", "5000", "-K", "6000")
+	long := frame("--local_mac", "02:00:00:00:00:01", "--remote_mac", "02:00:00:00:00:02", "--local_ip", "10.0.0.1", "--remote_ip", "10.0.0.2",
+		"--local_port", "5000", "--remote_port", "6000")
+	if short.Addresses != long.Addresses || short.SrcPort != 5000 || short.DstIP != netip.MustParseAddr("10.0.0.2") {
+		t.Errorf("-B/-E/-j/-J/-k/-K gave %+v, --local_*/--remote_* %+v", short.Addresses, long.Addresses)
 	}
 }
