@@ -588,25 +588,68 @@ func TestRawPathsTableMedian(t *testing.T) {
 	}
 }
 
+// rawConfigOf is the test configuration a raw command's flags give (its
+// client, with the addresses given so that no netdev is read).
+func rawConfigOf(t *testing.T, test session.Test, args ...string) raw.Config {
+	t.Helper()
+	o := &rawOptions{test: test}
+	fs := pflag.NewFlagSet(test.Command(), pflag.ContinueOnError)
+	o.register(fs)
+	if err := fs.Parse(append([]string{"-d", "raw_x", "-P"}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.validate(); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	c, err := o.config("")
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return c
+}
+
+// TestRawFrameFlags: each of perftest's frame and rate flags reaches the
+// test's configuration as the field it names (the frames themselves are
+// checked with tshark in tests/raw).
+func TestRawFrameFlags(t *testing.T) {
+	v4 := []string{"-B", "02:00:00:00:00:01", "-E", "02:00:00:00:00:02", "-j", "10.0.0.1", "-J", "10.0.0.2"}
+	v6 := []string{"-B", "02:00:00:00:00:01", "-E", "02:00:00:00:00:02", "-j", "fd00::1", "-J", "fd00::2", "--raw_ipv6"}
+	for _, tc := range []struct {
+		test  session.Test
+		args  []string
+		check func(c raw.Config) bool
+	}{
+		{session.RawBW, append(v4, "-T", "0x28"), func(c raw.Config) bool { return c.Frame.TOS == 0x28 }},
+		{session.RawLat, append(v4, "--tos", "184", "-L", "9"), func(c raw.Config) bool { return c.Frame.TOS == 184 && c.Frame.HopLimit == 9 }},
+		{session.RawBW, v4, func(c raw.Config) bool { return c.Frame.HopLimit == 64 && c.Frame.TOS == 0 && !c.Frame.TCP }},
+		{session.RawBW, append(v6, "--tclass", "7", "--flow_label", "0xbeef", "--hop_limit", "3"), func(c raw.Config) bool {
+			return c.Frame.TOS == 7 && c.Frame.FlowLabel == 0xbeef && c.Frame.HopLimit == 3 && c.Frame.SrcIP.Is6()
+		}},
+		{session.RawBW, append(v4, "--tcp", "--vlan_en", "--vlan_pcp", "8", "-Y", "0x88b5"), func(c raw.Config) bool {
+			return c.Frame.TCP && c.Frame.VLAN && c.Frame.VLANID == 1 && c.Frame.VLANPCP == raw.VLANPCPRotate && c.Frame.EtherType == 0x88b5
+		}},
+		{session.RawBW, append(v4, "--flows", "4", "--flows_burst", "3"), func(c raw.Config) bool { return c.Flows == 4 && c.FlowsBurst == 3 }},
+		{session.RawBW, append(v4, "--rate_limit", "100", "--rate_units", "M", "--typical_pkt_size", "1000"), func(c raw.Config) bool {
+			return c.RateMbps == 100 && c.HWPacing && c.TypicalPktSize == 1000
+		}},
+		{session.RawBurstLat, append(v4, "--rate_limit", "2", "--burst_size", "16", "--reply_every", "4"), func(c raw.Config) bool {
+			return c.RateMbps == 2000 && !c.HWPacing && c.BurstSize == 16 && c.ReplyEvery == 4
+		}},
+		{session.RawBurstLat, append(v4, "--rate_limit", "1000", "--rate_units", "p", "-s", "125"), func(c raw.Config) bool { return c.RateMbps == 1 }},
+	} {
+		if c := rawConfigOf(t, tc.test, tc.args...); !tc.check(c) {
+			t.Errorf("%s %v: frame %+v, flows %d/%d, rate %g Mb/s (PP %v, typical %d), burst %d, reply every %d",
+				tc.test.Command(), tc.args, c.Frame, c.Flows, c.FlowsBurst, c.RateMbps, c.HWPacing, c.TypicalPktSize, c.BurstSize, c.ReplyEvery)
+		}
+	}
+}
+
 // TestRawAddrSpellings: perftest's --local_*/--remote_* flags set what
 // -B/-E/-j/-J/-k/-K set (this side's addresses and the peer's).
 func TestRawAddrSpellings(t *testing.T) {
 	frame := func(args ...string) raw.FrameSpec {
 		t.Helper()
-		o := &rawOptions{test: session.RawBW}
-		fs := pflag.NewFlagSet("raw-bw", pflag.ContinueOnError)
-		o.register(fs)
-		if err := fs.Parse(append([]string{"-d", "raw_x", "-P"}, args...)); err != nil {
-			t.Fatal(err)
-		}
-		if err := o.validate(); err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-		c, err := o.config("")
-		if err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return c.Frame
+		return rawConfigOf(t, session.RawBW, args...).Frame
 	}
 	short := frame("-B", "02:00:00:00:00:01", "-E", "02:00:00:00:00:02", "-j", "10.0.0.1", "-J", "10.0.0.2", "-k", "5000", "-K", "6000")
 	long := frame("--local_mac", "02:00:00:00:00:01", "--remote_mac", "02:00:00:00:00:02", "--local_ip", "10.0.0.1", "--remote_ip", "10.0.0.2",
