@@ -728,9 +728,11 @@ type rawPrinter struct {
 	waitOK    bool
 	// cqMod is a raw-bw client's CQ moderation line (rawCQModText).
 	cqMod string
-	// stamped: the CQ stamps completions (the header's Completion clock),
-	// so the report says which clock stamped the frames received.
-	stamped bool
+	// stamped: the CQ stamps completions (the header's Completion clock,
+	// clockKHz), so the report says which clock stamped the frames
+	// received.
+	stamped  bool
+	clockKHz uint64
 }
 
 // rawCQModText is the header's CQ moderation of a raw-bw client: one
@@ -797,7 +799,7 @@ func (p *rawPrinter) ready(in raw.Info) {
 		p.one("CQ Moderation", p.cqMod)
 	}
 	if in.ClockKHz > 0 {
-		p.stamped = true
+		p.stamped, p.clockKHz = true, in.ClockKHz
 		p.one("Completion clock", fmt.Sprintf("%d kHz (completion timestamps)", in.ClockKHz))
 	}
 	p.one("Clock", clockText(p.clk))
@@ -885,7 +887,12 @@ func (p *rawPrinter) finish(results []reports.Result) error {
 		}
 		if len(ts) > 0 {
 			p.printf(" The same round trips from completion timestamps:\n")
-			if err := table.WriteTrueLatency(p.w, ts, p.clk); err != nil {
+			// Their clock is the device's, read by nobody on the path.
+			dev := clock.Info{Name: fmt.Sprintf("the device's completion clock, %d kHz (stamped by the device, no read on the measured path)", p.clockKHz)}
+			if p.clockKHz > 0 {
+				dev.ResolutionNs = int64(max(1, 1e9/(p.clockKHz*1000)))
+			}
+			if err := table.WriteTrueLatency(p.w, ts, dev); err != nil {
 				return err
 			}
 		}
