@@ -1,6 +1,9 @@
 package soft
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // DebugQPs describes the udp transport state of every QP (tests only).
 func (c *Context) DebugQPs() string {
@@ -53,3 +56,6 @@ func (c *Context) Freeze() (thaw func()) {
 	c.bg.mu.Lock()
 	return c.bg.mu.Unlock
 }
+
+// RawPaceCatchUp is how much lateness a held raw QP catches up (tests only).
+const RawPaceCatchUp = time.Duration(rawPaceCatchUp)

@@ -64,7 +64,8 @@ type qpTransport interface {
 	// execute is the doorbell: it moves the WQEs from sqExec up to sqPI
 	// (flushing them in ERR).
 	execute()
-	// paceChanged drops a pacing hold made under the QP's previous rate.
+	// paceChanged drops a pacing hold made under the QP's previous rate;
+	// q.pace is the new rate's bucket (nil: unlimited).
 	paceChanged()
 	// reset forgets the connection and what was in flight (to RESET).
 	reset()

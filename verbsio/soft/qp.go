@@ -442,11 +442,11 @@ func (q *qp) storeAttr(a *verbsio.QPAttr, mask verbsio.QPAttrMask) {
 	if mask&verbsio.QPAttrRateLimit != 0 {
 		t.RateLimit, t.MaxBurstSize, t.TypicalPktSize = a.RateLimit, a.MaxBurstSize, a.TypicalPktSize
 		q.pace = nil
-		q.t.paceChanged() // a hold of the old rate is no credit under the new one
 		if a.RateLimit != 0 {
 			burst := max(uint64(a.MaxBurstSize), uint64(a.TypicalPktSize), paceMinBurst)
 			q.pace = pace.New(uint64(a.RateLimit)*1000, burst)
 		}
+		q.t.paceChanged() // a hold of the old rate is no credit under the new one
 	}
 }
 

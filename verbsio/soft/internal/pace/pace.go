@@ -25,6 +25,9 @@ type Bucket struct {
 	tokens int64  // byte-nanoseconds available (negative: debt)
 	last   int64  // clock reading of the last refill, ns
 	init   bool
+	// catchUp is the most lateness, ns, TakeDue credits; 0: one
+	// burst's time (SetCatchUp).
+	catchUp int64
 }
 
 // New returns a bucket of rate bits per second holding up to burst bytes
@@ -44,6 +47,22 @@ func (b *Bucket) Set(bitsPerSecond uint64, burst uint64) {
 	b.init = false
 }
 
+// SetCatchUp sets how late, in nanoseconds, a backlogged sender may come
+// back (TakeDue) and keep its schedule; 0, the default, is the time one
+// burst takes at the rate. The lateness up to d is credited: the sender
+// catches up back to back, never ahead of the schedule it was held to.
+// Credit it could not spend because its queue ran dry is kept, and grows
+// with the schedule, while it comes back within d (a sender that was late
+// is late to post more too); a bucket left alone longer holds its burst.
+// A sender late by more than d loses the rest. So no more than the burst
+// and d's worth of the rate ever leave back to back.
+//
+// This is for a pacer that runs only when its sender does (the engine's:
+// a descheduled thread sends nothing until it runs again), where losing
+// every lateness above one burst loses the rate on a busy machine: a
+// thread waiting a scheduler tick or two (4 ms at HZ=250) for a CPU.
+func (b *Bucket) SetCatchUp(d int64) { b.catchUp = max(d, 0) }
+
 // Rate is the rate in bits per second (0: unlimited).
 func (b *Bucket) Rate() uint64 { return b.rate * 8 }
 
@@ -62,6 +81,17 @@ func (b *Bucket) refill(now int64) {
 	b.last = now
 	limit := int64(b.burst) * 1e9
 	r := int64(b.rate)
+	if b.catchUp > 0 && b.tokens > limit {
+		// Catch-up credit its sender had no frames for (SetCatchUp):
+		// kept, and still growing with the schedule, while it comes
+		// back within the catch-up time; dropped once it was idle.
+		if dt > b.catchUp {
+			b.tokens = limit
+			return
+		}
+		b.tokens = min(b.tokens+dt*r, limit+b.catchUp*r)
+		return
+	}
 	if dt > (limit-b.tokens)/r+1+LateTolerance {
 		b.tokens = limit // idle long enough to pay any debt and fill (avoids overflow)
 		return
@@ -97,10 +127,10 @@ func (b *Bucket) spend(n uint64) bool {
 
 // TakeDue is Take for a sender the bucket held back until due (the time
 // Wait named) that comes back at now: a backlogged sender, not an idle
-// one. Its lateness, up to the time one burst takes at the rate, is kept:
-// a sender whose polls come late (a busy CPU, a descheduled thread)
-// catches up at most one burst back to back and holds the rate, as a NIC
-// pacing its own queue would.
+// one. Its lateness, up to the time one burst takes at the rate (or
+// SetCatchUp's), is kept: a sender whose polls come late (a busy CPU, a
+// descheduled thread) catches up back to back and holds the rate, as a
+// NIC pacing its own queue would.
 func (b *Bucket) TakeDue(n uint64, now, due int64) bool {
 	if b == nil || b.rate == 0 {
 		return true
@@ -108,7 +138,7 @@ func (b *Bucket) TakeDue(n uint64, now, due int64) bool {
 	b.refill(now)
 	if late := now - due; late > LateTolerance {
 		r := int64(b.rate)
-		late = min(late, int64(b.burst)*1e9/r)
+		late = min(late, max(int64(b.burst)*1e9/r, b.catchUp))
 		b.tokens = max(b.tokens, b.need(n)+late*r)
 	}
 	return b.spend(n)

@@ -210,3 +210,122 @@ func TestTakeDue(t *testing.T) {
 		}
 	}
 }
+
+// TestCatchUp: with SetCatchUp, a backlogged sender (queue packets
+// posted, posted again once all left, as rperf raw-bw reposts after
+// completions) that stalls while held every 50 packets keeps the exact
+// schedule while each stall is within the catch-up time, also when its
+// queue runs dry during the catch-up, and loses only the excess of a
+// longer stall. However late the sender, no packet leaves before its time
+// in the schedule less the burst, and never more than the burst and the
+// catch-up time's worth leave back to back.
+func TestCatchUp(t *testing.T) {
+	const (
+		pkt     = 1000      // 1 ms per packet at 1 byte per microsecond
+		catchUp = 5_000_000 // 5 ms: five packets
+		n       = 2000
+	)
+	cases := []struct {
+		name     string
+		stall    int64 // a stall this long every 50 packets, while held
+		queue    int   // packets posted at once
+		repost   int64 // how long the sender takes to post again
+		wantLoss int64 // ns behind the schedule per stall
+	}{
+		{name: "stalls within the catch-up", stall: 4_000_000, queue: 64},
+		{name: "a stall over it loses the excess", stall: 8_000_000, queue: 64, wantLoss: 3_000_000},
+		{name: "queue runs dry in the catch-up", stall: 4_900_000, queue: 2, repost: 300_000},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := New(8_000_000, pkt)
+			b.SetCatchUp(catchUp)
+			var now, due int64
+			at := make([]int64, 0, n) // departures
+			queued, nextStall := c.queue, 50
+			for len(at) < n {
+				if queued == 0 {
+					now += c.repost
+					queued = c.queue
+				}
+				var took bool
+				if due != 0 {
+					took, due = b.TakeDue(pkt, now, due), 0
+				} else {
+					took = b.Take(pkt, now)
+				}
+				if !took {
+					due = now + b.Wait(pkt, now)
+					now = due
+					if len(at) >= nextStall {
+						now += c.stall
+						nextStall += 50
+					}
+					continue
+				}
+				at = append(at, now)
+				queued--
+			}
+			run := 1
+			for k, a := range at {
+				// Packet k may leave once k+1 packets less the burst
+				// (one packet) are paid: at k ms.
+				if a < int64(k)*1_000_000 {
+					t.Fatalf("packet %d left at %d ns, ahead of the schedule (%d)", k, a, int64(k)*1_000_000)
+				}
+				if k > 0 && a == at[k-1] {
+					run++
+				} else {
+					run = 1
+				}
+				if run > 1+catchUp/1_000_000 {
+					t.Fatalf("%d packets back to back at %d ns: more than the burst and the catch-up time's", run, a)
+				}
+			}
+			stalls := int64(n/50 - 1)
+			behind := at[n-1] - int64(n-1)*1_000_000
+			switch {
+			case c.wantLoss == 0 && behind > 0:
+				t.Errorf("%d ns behind the schedule after %d packets and %d stalls of %d ns, want it kept", behind, n, stalls, c.stall)
+			case c.wantLoss != 0 && (behind < stalls*c.wantLoss*9/10 || behind > (stalls+1)*c.wantLoss*11/10):
+				t.Errorf("%d ns behind after %d stalls of %d ns, want about %d per stall", behind, stalls, c.stall, c.wantLoss)
+			}
+		})
+	}
+}
+
+// TestCatchUpIdle: credit a held sender could not spend (its queue ran
+// dry) is kept while it comes back within the catch-up time, and gone
+// once it stayed away longer: an idle bucket holds its burst only. The
+// default (no SetCatchUp) credits at most one burst.
+func TestCatchUpIdle(t *testing.T) {
+	const pkt = 1000 // 1 ms per packet at 1 byte per microsecond
+	cases := []struct {
+		catchUp, back int64
+		want          int // packets that leave back to back when it comes back
+	}{
+		{catchUp: 5_000_000, back: 100_000, want: 4},   // 4 ms of credit, 0.1 ms more
+		{catchUp: 5_000_000, back: 2_000_000, want: 6}, // grown to the bound: the burst and 5 ms
+		{catchUp: 5_000_000, back: 6_000_000, want: 1}, // idle: the burst
+		{catchUp: 0, back: 100_000, want: 1},           // one burst's credit, spent
+	}
+	for _, c := range cases {
+		b := New(8_000_000, pkt)
+		b.SetCatchUp(c.catchUp)
+		b.Take(pkt, 0)
+		due := b.Wait(pkt, 0)
+		now := due + 4_000_000 // held, and back 4 ms late
+		if !b.TakeDue(pkt, now, due) {
+			t.Fatal("refused a late sender")
+		}
+		// Its queue held one packet: now empty, it posts more later.
+		now += c.back
+		got := 0
+		for got < 100 && b.Take(pkt, now) {
+			got++
+		}
+		if got != c.want {
+			t.Errorf("catch-up %d ns, back %d ns after its queue ran dry: %d packets back to back, want %d", c.catchUp, c.back, got, c.want)
+		}
+	}
+}
