@@ -5,6 +5,7 @@
 #                       every fuzz target for FUZZTIME_TEST beyond its seeds
 #   make bench          Go benchmarks (-count=5) into bench.txt
 #   make bench-rperf    rperf's own cost per latency iteration beside the engine's round trip
+#   make raw-pacing     raw-bw's pacing error at 10, 100, 1000 Mb/s, two processes over veth (root; docs/raw-pacing.sh)
 #   make fuzz           every fuzz target for FUZZTIME each
 #   make calibrate      rperf compare's A/A campaign, live (REPORTS=40; UPDATE=1 rewrites the corpus and docs/compare.md)
 #   make build-ibverbs  rdiag/rperf with the rdma-core provider (needs libibverbs-dev, librdmacm-dev)
@@ -15,7 +16,7 @@ FUZZTIME_TEST ?= 5s
 BIN      := bin
 CMDS     := $(wildcard cmd/*)
 
-.PHONY: all build test fmt-check vet test-unit test-race test-ibverbs test-fuzz bench bench-rperf fuzz calibrate build-ibverbs clean
+.PHONY: all build test fmt-check vet test-unit test-race test-ibverbs test-fuzz bench bench-rperf raw-pacing fuzz calibrate build-ibverbs clean
 
 all: build
 
@@ -70,6 +71,9 @@ build-ibverbs:
 
 bench:
 	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchmem -count=5 -timeout 60m ./... | tee bench.txt
+
+raw-pacing: build
+	sh docs/raw-pacing.sh $(BIN)/rperf
 
 bench-rperf:
 	CGO_ENABLED=0 $(GO) test -run '^$$' -bench IterationOverhead -benchmem -count=5 ./tests/latency/

@@ -477,9 +477,9 @@ func (w *waiter) idle() error { return w.idleOn(nil) }
 // rather than in time.Sleep, so that the engine's own deadlines (its
 // pacer's next frame) end the nap and keep being served. A paced sender
 // that completes one frame in -Q otherwise napped between completions
-// and the pacer, which keeps no credit for a late sender beyond one
+// and the pacer, which then kept no credit for a late sender beyond one
 // burst, lost the time: 100 Mb/s of 1514-byte frames came out at 40 Mb/s
-// on an idle machine.
+// on an idle machine (cmd/rperf's TestRawBWPacedProcesses).
 func (w *waiter) idleOn(cq *verbsio.CQ) error {
 	w.spins++
 	if w.spins&1023 != 0 {

@@ -760,8 +760,8 @@ func (p *rawPrinter) start(session.Progress) {
 // pacing is a paced raw-bw client's line under a result: the requested
 // and achieved rates, and, when they differ by more than paceTolerance,
 // how long this process waited for a CPU during the size's run: the
-// engine paces when it runs, and keeps no credit beyond one burst for a
-// sender that was descheduled.
+// engine paces when it runs, and a sender descheduled for longer than
+// the catch-up it keeps (10 ms of lateness) loses the rest.
 func (p *rawPrinter) pacing(r reports.Result) {
 	req := p.o.mbps
 	got := r.MsgRateMpps * float64(r.Bytes) * 8
@@ -773,7 +773,7 @@ func (p *rawPrinter) pacing(r reports.Result) {
 	el := time.Since(p.sizeStart)
 	if w, ok := cpuWait(); ok && p.waitOK {
 		p.printf(" the rate is %.1f%% off: the sending thread waited %v for a CPU during the %v run (other work on this machine's CPUs);\n"+
-			" the engine paces when its sender runs and keeps no credit beyond one burst for a late sender (uptime shows the load)\n",
+			" the engine paces when its sender runs and catches up at most 10 ms of a late sender's lateness at a time (uptime shows the load)\n",
 			-e, (w - p.waitStart).Round(time.Millisecond), el.Round(time.Millisecond))
 	} else {
 		p.printf(" the rate is %.1f%% off: the engine paces when its sender runs, and a descheduled sender sends late\n", -e)
