@@ -235,8 +235,8 @@ func (c *Config) checkPath(ps *session.Problems) {
 	switch c.Path {
 	case sendpath.Generic, sendpath.Inline:
 	case sendpath.Burst:
-		if t != session.RawBW {
-			ps.AddField(session.NewFieldError("Path", c.Path, "the burst path stages a batch of frames and flushes it once; %s sends one frame at a time", t.Command()).WithFix("use raw-bw"))
+		if t != session.RawBW && t != session.RawBurstLat {
+			ps.AddField(session.NewFieldError("Path", c.Path, "the burst path stages a batch of frames and flushes it once; %s sends one frame at a time", t.Command()).WithFix("use raw-bw or raw-burst-lat"))
 		}
 	case sendpath.TSO:
 		switch {

@@ -466,7 +466,8 @@ func (r *runner) pongs(owed, outstanding int) (int, int, error) {
 }
 
 // burstClient is raw-burst-lat's client (perftest's LAT_BY_BW): it posts
-// Warmup then Iterations frames of size bytes in bursts of BurstSize,
+// Warmup then Iterations frames of size bytes in bursts of BurstSize (on
+// the burst path staged with SendPending and flushed once per burst),
 // each burst once the previous one's sends completed and, with a
 // software rate, no earlier than the rate allows. The server answers
 // every ReplyEvery-th frame with a pong; each sample is a pong's arrival
@@ -541,7 +542,7 @@ func (r *runner) burstClient(ctx context.Context, size int) ([]reports.Result, e
 		k := min(burst, total-sent)
 		for i := range k {
 			t := clock.Now()
-			if _, err := r.qp.PostSend(r.next(flow)); err != nil {
+			if err := r.post(r.next(flow), true); err != nil {
 				return nil, fmt.Errorf("raw test: post frame %d: %w", sent+i, err)
 			}
 			if (sent+i+1)%every == 0 {
@@ -550,6 +551,9 @@ func (r *runner) burstClient(ctx context.Context, size int) ([]reports.Result, e
 			if fb++; fb == c.FlowsBurst {
 				fb, flow = 0, (flow+1)%r.flows()
 			}
+		}
+		if err := r.flush(k); err != nil { // the burst path: the burst leaves now
+			return nil, err
 		}
 		w.begin(ctx, "waiting for send completions", c.stall())
 		for done := 0; done < k; {

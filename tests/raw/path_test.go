@@ -135,12 +135,18 @@ func TestRawPathCheck(t *testing.T) {
 	if err := cfg.Check(); err != nil {
 		t.Fatalf("tso: %v", err)
 	}
+	cfg = good
+	cfg.Test, cfg.Path = session.RawBurstLat, sendpath.Burst
+	if err := cfg.Check(); err != nil {
+		t.Fatalf("raw-burst-lat on the burst path: %v", err)
+	}
 	for _, c := range []struct {
 		name string
 		mod  func(c *raw.Config)
 		want string
 	}{
-		{"burst on lat", func(c *raw.Config) { c.Test, c.TxDepth, c.Path = session.RawLat, 1, sendpath.Burst }, "raw-lat sends one frame at a time; use raw-bw"},
+		{"burst on lat", func(c *raw.Config) { c.Test, c.TxDepth, c.Path = session.RawLat, 1, sendpath.Burst }, "raw-lat sends one frame at a time; use raw-bw or raw-burst-lat"},
+		{"tso on burst-lat", func(c *raw.Config) { tso(c); c.Test = session.RawBurstLat }, "raw-burst-lat sends single frames; use raw-bw"},
 		{"tso on lat", func(c *raw.Config) { tso(c); c.Test, c.TxDepth = session.RawLat, 1 }, "raw-lat sends single frames; use raw-bw"},
 		{"dm", func(c *raw.Config) { c.Path = sendpath.DM }, "the raw tests send on the generic, burst, inline and tso paths"},
 		{"no mss", func(c *raw.Config) { tso(c); c.MSS = 0 }, "MSS 0: a segment's payload is 1 to"},

@@ -192,6 +192,8 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 		fs.IntVar(&o.mss, "tso", 0, "send each frame as a TSO send cut into segments of this many payload bytes (the MSS; selects --path tso); -s is the whole send, its headers and a multiple of the MSS; give the server the same -s and --tso")
 	case session.RawLat:
 		fs.StringVar(&o.pathName, pathFlag, "generic", "send path of the pings and pongs: generic (PostSend from the buffer) or inline (every frame inline); both sides")
+	case session.RawBurstLat:
+		fs.StringVar(&o.pathName, pathFlag, "generic", "send path of the bursts: generic (PostSend from the buffer), burst (qp_burst: SendPending per frame, SendFlush per burst) or inline (every frame inline); the server takes the same --path (its pongs: inline with inline, else generic)")
 	default:
 		o.pathName = "generic"
 	}
@@ -377,6 +379,8 @@ func (o *rawOptions) validatePath() error {
 		return cli.Usagef("--path burst stages a batch of frames and flushes it once; raw-lat sends one frame at a time: use raw-bw --path burst, or --path generic or inline")
 	case o.test == session.RawLat && p == sendpath.TSO:
 		return cli.Usagef("--path tso cuts a stream of large sends; raw-lat sends single frames: use raw-bw --tso")
+	case o.test == session.RawBurstLat && p == sendpath.TSO:
+		return cli.Usagef("--path tso cuts a stream of large sends; raw-burst-lat's bursts are of single frames: use raw-bw --tso, or --path generic, burst or inline")
 	case tso && o.fs.Changed(pathFlag) && p != sendpath.TSO:
 		return cli.Usagef("--tso sends on the tso path, --path %s is another: drop one of them", p)
 	case tso && o.mss < 1:
@@ -792,9 +796,7 @@ func (p *rawPrinter) ready(in raw.Info) {
 		proto = "TCP"
 	}
 	p.pair("Protocol", proto, "Flows", strconv.Itoa(o.flows))
-	if o.test != session.RawBurstLat {
-		p.one("Send path", o.pathText(in.Frame))
-	}
+	p.one("Send path", o.pathText(in.Frame))
 	if p.cqMod != "" {
 		p.one("CQ Moderation", p.cqMod)
 	}

@@ -121,7 +121,8 @@ func TestRawFlags(t *testing.T) {
 		{"raw-bw", append(base, "--tso", "1000", "--path", "inline"), "--tso sends on the tso path, --path inline is another: drop one of them"},
 		{"raw-bw", append(base, "--tso", "0"), "--tso 0: give the MSS"},
 		{"raw-bw", append(base, "--tso", "1000", "-a"), "-a and --tso conflict"},
-		{"raw-burst-lat", append(base, "--path", "burst"), "unknown flag: --path"},
+		{"raw-burst-lat", append(base, "--path", "tso"), "raw-burst-lat's bursts are of single frames: use raw-bw --tso, or --path generic, burst or inline"},
+		{"raw-burst-lat", append(base, "--tso", "1000"), "unknown flag: --tso"},
 		{"raw-bw", append(base, "--hgrm", "x.hgrm"), "unknown flag: --hgrm"},
 		{"raw-lat", []string{"-d", "raw_x", "-Z", "-E", mac, "-J", "10.0.0.2", "--hgrm", "x.hgrm"}, "the server measures none: give --hgrm to the client (-P)"},
 		{"raw-burst-lat", append(base, "--hgrm", "-", "--json", "-"), "--json - and --hgrm - both want stdout"},
@@ -413,6 +414,17 @@ func TestRawPathCommands(t *testing.T) {
 		s.run(t, "raw-burst-lat", []string{"-n", "256", "-r", "4096", "--reply_every", "4"}, []string{"-n", "256", "--burst_size", "16", "--reply_every", "4", "--hgrm", hgrm})
 		checkHGRM(t, hgrm, 64)
 	})
+	for _, path := range []string{"burst", "inline"} {
+		t.Run("burst-lat path "+path, func(t *testing.T) {
+			hgrm := filepath.Join(dir, "burst-"+path+".hgrm")
+			srv, cli := s.run(t, "raw-burst-lat", []string{"-n", "256", "-r", "4096", "--reply_every", "4", "--path", path},
+				[]string{"-n", "256", "--burst_size", "16", "--reply_every", "4", "--path", path, "--hgrm", hgrm})
+			if !strings.Contains(cli, "Send path       : "+path) || !strings.Contains(srv, "Send path       : "+path) {
+				t.Errorf("no send path %s in the client's or the server's header:\n%s\n%s", path, cli, srv)
+			}
+			checkHGRM(t, hgrm, 64)
+		})
+	}
 	t.Run("inline too large", func(t *testing.T) {
 		err := s.pair.A.Run(func() error {
 			_, _, err := runRaw(context.Background(), "raw-bw", "-d", "raw_"+s.pair.A.Link, "-P", "-E", s.mb, "-J", "10.0.0.2", "-s", "1500", "--path", "inline")
