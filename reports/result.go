@@ -101,10 +101,16 @@ type Result struct {
 	ExcludedMessages int64 `json:"excluded_messages,omitempty"`
 
 	// Clock names where the latency samples came from when not the
-	// software clock: "completion" for the completion timestamps of the
-	// device's clock (rperf raw-lat --completion-timestamps).
+	// software clock: ClockCompletion for the completion timestamps of
+	// the device's clock (rperf's latency tests and raw-lat with
+	// --completion-timestamps).
 	Clock string `json:"clock,omitempty"`
 }
+
+// ClockCompletion is the Clock of latency results taken from completion
+// timestamps, in the device's clock, beside the same run's software-clock
+// result.
+const ClockCompletion = "completion"
 
 // Write writes d as indented JSON. It sets an empty Schema to [SchemaV1]
 // and refuses any other.

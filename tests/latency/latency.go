@@ -78,6 +78,12 @@ type Config struct {
 	// Percentiles are the true-statistics percentiles; nil means
 	// reports.DefaultPercentiles.
 	Percentiles []float64
+	// CompletionTimestamps creates the CQs with the timestamp flag and
+	// also times every cycle by the device's completion stamps: each
+	// size then has a second result, with Clock reports.ClockCompletion,
+	// after the software clock's (see stamps.go for what it measures).
+	// The device must stamp completions (session.CheckTimestamps).
+	CompletionTimestamps bool
 }
 
 // Default returns perftest's defaults for test t.
@@ -89,7 +95,10 @@ func (c *Config) Check() error {
 	if c.Test.Valid() && c.Test.Family() != session.Latency {
 		return session.Problems{{Field: "Test", Value: c.Test.Name(), Reason: "not a latency test"}}
 	}
-	return c.Config.Check()
+	var ps session.Problems
+	ps.Add(c.Config.Check())
+	ps.AddField(c.checkStamps())
+	return ps.Err()
 }
 
 // Run runs the test over conn on dev (session.Run): the session setup,
@@ -102,13 +111,18 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *oob.Conn, cfg Config) 
 
 // runner is the latency family's session.Measurer.
 type runner struct {
-	cfg    *Config
-	s      *session.Session
-	tx     *session.Sender      // posts by the path
-	comp   *session.Completions // the send CQ's completions
-	rcomp  *session.Completions // the receive CQ's (send_lat)
-	rx     *session.Receiver    // reposts receives (send_lat)
-	rec    *reports.Recorder
+	cfg   *Config
+	s     *session.Session
+	tx    *session.Sender      // posts by the path
+	comp  *session.Completions // the send CQ's completions
+	rcomp *session.Completions // the receive CQ's (send_lat)
+	rx    *session.Receiver    // reposts receives (send_lat)
+	rec   *reports.Recorder
+	// The completion-timestamp samples (Config.CompletionTimestamps) and
+	// the size's result from them, reported as the Companion.
+	tsRec  *reports.Recorder
+	tsRes  reports.Result
+	tsOK   bool
 	wr     [1]verbsio.SendWR
 	sge    [1]verbsio.SGE
 	runIdx int // the size's index, for datacheck ids
@@ -121,7 +135,10 @@ func (r *runner) Check() error { return r.cfg.Check() }
 
 // Shape leaves the session's shape as Config.Spec has it (one QP); both
 // sides send.
-func (r *runner) Shape(spec *session.Spec) { spec.PeerSends = true }
+func (r *runner) Shape(spec *session.Spec) {
+	spec.PeerSends = true
+	spec.CompletionTimestamps = r.cfg.CompletionTimestamps
+}
 
 // Roles: every side posts and receives (a SEND ping-pong receives; the
 // others leave the receive side idle).
@@ -144,6 +161,9 @@ func (r *runner) Start(s *session.Session, ends *session.Ends) error {
 			return err
 		}
 		r.rec = rec
+		if err := r.startStamps(opts); err != nil {
+			return err
+		}
 	}
 	r.passiveWait = cfg.PassiveWait
 	if r.passiveWait <= 0 {
@@ -252,7 +272,7 @@ func (r *runner) result(size int, st stats) (reports.Result, error) {
 	if err != nil {
 		return reports.Result{}, fmt.Errorf("%d B: %w", size, err)
 	}
-	return res, nil
+	return res, r.stampResult(spec, size)
 }
 
 // sampler records perftest's samples from post stamps: the difference of
@@ -359,6 +379,7 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 	waitPeer := s.NewWaiter(ctx, what, true)
 	waitOwn := s.NewWaiter(ctx, "the completion of "+sendWhat, false)
 	sm := r.newSampler(clock.Now())
+	tsm := r.stampsOf(sm)
 	if dur && s.Scripted() {
 		// perftest ends at its own end of -D and sends no stop: so
 		// does this side.
@@ -436,6 +457,9 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 						return stats{}, datacheck.Errorf(what, rcnt, 0, fmt.Errorf("its last byte is %d, want the iteration marker %d", got, want))
 					}
 				}
+				if tsm != nil {
+					tsm.take(wc.Timestamp, sm.inWindow())
+				}
 				if err := r.rx.Repost(); err != nil {
 					return stats{}, fmt.Errorf("repost a receive: %w", err)
 				}
@@ -468,8 +492,12 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 				return stats{}, fmt.Errorf("post %s #%d: %w", sendWhat, scnt, err)
 			}
 			waitOwn.Index = scnt
-			if _, err := r.comp.Wait(waitOwn, sendWhat); err != nil {
+			wc, err := r.comp.Wait(waitOwn, sendWhat)
+			if err != nil {
 				return stats{}, err
+			}
+			if tsm != nil && write {
+				tsm.take(wc.Timestamp, sm.inWindow())
 			}
 		}
 	}
@@ -511,6 +539,7 @@ func (r *runner) oneSided(ctx context.Context, size int) (stats, error) {
 	what := op.String()
 	wait := s.NewWaiter(ctx, "the completion of our "+what, false)
 	sm := r.newSampler(clock.Now())
+	tsm := r.stampsOf(sm)
 	validate := cfg.Validate
 	var local []byte
 	if validate {
@@ -536,8 +565,12 @@ func (r *runner) oneSided(ctx context.Context, size int) (stats, error) {
 			return stats{}, fmt.Errorf("post %s #%d: %w", what, p, err)
 		}
 		wait.Index = p
-		if _, err := r.comp.Wait(wait, what); err != nil {
+		wc, err := r.comp.Wait(wait, what)
+		if err != nil {
 			return stats{}, err
+		}
+		if tsm != nil {
+			tsm.take(wc.Timestamp, sm.inWindow())
 		}
 		if validate {
 			if err := r.checkOneSided(local, p, what); err != nil {

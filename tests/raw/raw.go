@@ -38,8 +38,8 @@ import (
 )
 
 // ClockCompletion is the Clock of results taken from completion
-// timestamps.
-const ClockCompletion = "completion"
+// timestamps (reports.ClockCompletion).
+const ClockCompletion = reports.ClockCompletion
 
 // Info is what a side announces once its QP and flow rule are ready.
 type Info struct {

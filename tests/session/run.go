@@ -31,6 +31,47 @@ type Measurer interface {
 	Measure(ctx context.Context, i, size int) (res reports.Result, ok bool, err error)
 }
 
+// Companion is implemented by a Measurer that may have a second result
+// for a size: the same run's samples from another clock (latency's
+// completion timestamps). After each result Measure returns, Run reports
+// the companion, if there is one, as the size's next result.
+type Companion interface {
+	Companion() (res reports.Result, ok bool)
+}
+
+// emitter reports a run's results: it names their path, keeps them and
+// hands each to Config.OnResult, the Measurer's companion after the
+// result it comes with.
+type emitter struct {
+	c       *Config
+	m       Companion // nil: no companions
+	results []reports.Result
+}
+
+func newEmitter(c *Config, m Measurer) *emitter {
+	cm, _ := m.(Companion)
+	return &emitter{c: c, m: cm}
+}
+
+// emit reports res and its companion.
+func (e *emitter) emit(res reports.Result) {
+	e.one(res)
+	if e.m == nil {
+		return
+	}
+	if co, ok := e.m.Companion(); ok {
+		e.one(co)
+	}
+}
+
+func (e *emitter) one(res reports.Result) {
+	res.Path = e.c.Path.String()
+	e.results = append(e.results, res)
+	if e.c.OnResult != nil {
+		e.c.OnResult(res)
+	}
+}
+
 // Run runs a test of a family over conn on dev: it checks the
 // configuration (Measurer.Check), checks that the device offers the send
 // path, sets up the session (Open), announces it (Config.OnConnected),
@@ -82,23 +123,18 @@ func Run(ctx context.Context, dev *verbsio.Context, conn *oob.Conn, c *Config, m
 
 // measure runs every size.
 func measure(ctx context.Context, c *Config, m Measurer) ([]reports.Result, error) {
-	var results []reports.Result
+	e := newEmitter(c, m)
 	for i, size := range c.Sizes {
 		if c.OnProgress != nil {
 			c.OnProgress(Progress{Index: i, Count: len(c.Sizes), Bytes: size, Duration: c.Duration})
 		}
 		res, ok, err := m.Measure(ctx, i, size)
 		if err != nil {
-			return results, err
+			return e.results, err
 		}
-		if !ok {
-			continue
-		}
-		res.Path = c.Path.String()
-		results = append(results, res)
-		if c.OnResult != nil {
-			c.OnResult(res)
+		if ok {
+			e.emit(res)
 		}
 	}
-	return results, nil
+	return e.results, nil
 }

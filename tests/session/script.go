@@ -164,14 +164,7 @@ func (s *Session) exchange(ctx context.Context, st oob.Step, wait time.Duration)
 // (Measurer.Measure) with the exchanges between them, and the close.
 func walk(ctx context.Context, s *Session, c *Config, m Measurer) ([]reports.Result, error) {
 	sc := s.script
-	var results []reports.Result
-	emit := func(res reports.Result) {
-		res.Path = c.Path.String()
-		results = append(results, res)
-		if c.OnResult != nil {
-			c.OnResult(res)
-		}
-	}
+	e := newEmitter(c, m)
 	prep, _ := m.(Preparer)
 	rep, _ := m.(Reporter)
 	passive := c.PassiveWait
@@ -185,7 +178,7 @@ func walk(ctx context.Context, s *Session, c *Config, m Measurer) ([]reports.Res
 		sc.pos++
 		if prep != nil && i < len(c.Sizes) && prepared < i {
 			if err := prep.Prepare(i, c.Sizes[i]); err != nil {
-				return results, err
+				return e.results, err
 			}
 			prepared = i
 		}
@@ -196,7 +189,7 @@ func walk(ctx context.Context, s *Session, c *Config, m Measurer) ([]reports.Res
 		switch st.Kind {
 		case oob.StepRun:
 			if i >= len(c.Sizes) {
-				return results, fmt.Errorf("the %s sequence runs more sizes than the %d given", sc.seq.Program, len(c.Sizes))
+				return e.results, fmt.Errorf("the %s sequence runs more sizes than the %d given", sc.seq.Program, len(c.Sizes))
 			}
 			size := c.Sizes[i]
 			if c.OnProgress != nil {
@@ -204,16 +197,16 @@ func walk(ctx context.Context, s *Session, c *Config, m Measurer) ([]reports.Res
 			}
 			res, ok, err := m.Measure(ctx, i, size)
 			if err != nil {
-				return results, err
+				return e.results, err
 			}
 			if ok {
-				emit(res)
+				e.emit(res)
 			}
 			last = size
 			i++
 		case oob.StepReport:
 			if rep == nil {
-				return results, fmt.Errorf("the %s sequence exchanges a bandwidth report, which this test does not make", sc.seq.Program)
+				return e.results, fmt.Errorf("the %s sequence exchanges a bandwidth report, which this test does not make", sc.seq.Program)
 			}
 			size := int(st.Size)
 			if size == 0 {
@@ -227,18 +220,18 @@ func walk(ctx context.Context, s *Session, c *Config, m Measurer) ([]reports.Res
 				return err
 			})
 			if err != nil {
-				return results, err
+				return e.results, err
 			}
 			res, ok, err := rep.PeerReport(size, local, remote)
 			if err != nil {
-				return results, err
+				return e.results, err
 			}
 			if ok {
-				emit(res)
+				e.emit(res)
 			}
 		default:
 			if err := s.exchange(ctx, st, wait); err != nil {
-				return results, err
+				return e.results, err
 			}
 		}
 	}
@@ -251,11 +244,11 @@ func walk(ctx context.Context, s *Session, c *Config, m Measurer) ([]reports.Res
 		if s.Server {
 			s.disconnectFirst()
 			if err := s.Serve(func() error { return s.Conn.AwaitClose(ctx, c.Stall()) }); err != nil {
-				return results, err
+				return e.results, err
 			}
 		}
 	}
-	return results, nil
+	return e.results, nil
 }
 
 // disconnectFirst sends the test QPs' DREQs now, on the server of an

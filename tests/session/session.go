@@ -104,6 +104,11 @@ type Spec struct {
 	// tests, bidirectional bandwidth): with -R over UD, perftest's client
 	// then tells the server its QP number in a message of its own.
 	PeerSends bool
+	// CompletionTimestamps creates the CQs with the timestamp flag
+	// (verbsio.WCExStandard | verbsio.WCExTS): every completion carries
+	// WC.Timestamp in the device's clock. A device that does not stamp
+	// completions is refused (CheckTimestamps).
+	CompletionTimestamps bool
 }
 
 // minRNRTimer is perftest's MIN_RNR_TIMER (0.64 ms).
@@ -363,7 +368,12 @@ func (s *Session) createResources() error {
 		return fmt.Errorf("%d QPs with a send queue of %d need a CQ of %d entries, more than %s's %d: use fewer QPs (-q) or a smaller tx depth (-t)",
 			sp.QPs, sp.TxDepth, sendCQE, name, s.DevAttr.MaxCQE)
 	}
-	if s.SendCQ, err = s.Dev.CreateCQ(sendCQE); err != nil {
+	if sp.CompletionTimestamps {
+		if err := CheckTimestamps(s.DevAttr, name); err != nil {
+			return err
+		}
+	}
+	if s.SendCQ, err = s.createCQ(sendCQE); err != nil {
 		return fmt.Errorf("create a send CQ of %d entries on %s: %w", sendCQE, name, err)
 	}
 	s.RecvCQ = s.SendCQ
@@ -373,7 +383,7 @@ func (s *Session) createResources() error {
 			return fmt.Errorf("%d QPs with %d receives each need a CQ of %d entries, more than %s's %d: use fewer QPs (-q) or a smaller rx depth (-r)",
 				sp.QPs, sp.RxDepth, recvCQE, name, s.DevAttr.MaxCQE)
 		}
-		if s.RecvCQ, err = s.Dev.CreateCQ(recvCQE); err != nil {
+		if s.RecvCQ, err = s.createCQ(recvCQE); err != nil {
 			return fmt.Errorf("create a receive CQ of %d entries on %s: %w", recvCQE, name, err)
 		}
 	}

@@ -81,6 +81,7 @@ type options struct {
 	pathOptions    // the send path (path.go)
 	rdmacmOptions  // -R: rdma_cm (rdmacm.go)
 	rateOptions    // --rate_limit: packet pacing of the bandwidth tests (ratelimit.go)
+	stampOptions   // --completion-timestamps: the latency tests' device clock (stamps.go)
 
 	fs *pflag.FlagSet
 	// fields maps the configuration's fields to the command's flags, for
@@ -154,6 +155,8 @@ var specs = map[string]flagSpec{
 	"ipv6":          {field: "IPv6"},
 	validateFlag:    {field: "Validate"},
 	pathFlag:        {field: "Path"},
+	stampsFlag: {usage: "also time each size from the completion timestamps (the device's clock), printed under the software clock's figures", field: "CompletionTimestamps",
+		applies: latOnly, what: "latency tests"},
 }
 
 // fieldFlags maps each configuration field to the flag that sets it.
@@ -512,6 +515,9 @@ func (o *options) sizesFor(attr verbsio.DeviceAttr, port verbsio.PortAttr, dev s
 // the user did not set are lowered to fit the device instead.
 func (o *options) checkDevice(attr verbsio.DeviceAttr, dev string) error {
 	v := o.verb()
+	if err := o.checkStampsDevice(attr, dev); err != nil {
+		return err
+	}
 	if !o.changed("inline_size") {
 		o.inline = min(o.inline, attr.MaxInlineData)
 	}
@@ -619,7 +625,7 @@ func (o *options) common(sizes []int) session.Config {
 // latencyConfig builds the latency test's configuration: the receives of
 // a run in iterations mode are capped at its messages.
 func (o *options) latencyConfig(sizes []int) latency.Config {
-	c := latency.Config{Config: o.common(sizes), Percentiles: o.pcts}
+	c := latency.Config{Config: o.common(sizes), Percentiles: o.pcts, CompletionTimestamps: o.stamps}
 	if c.Duration == 0 {
 		c.RxDepth = min(o.rxDepth, max(o.iters+o.warmup, 1))
 	}

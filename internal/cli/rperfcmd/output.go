@@ -106,6 +106,9 @@ func (p *printer) connected(in session.Info) {
 	}
 	one("Peer", peerText(in))
 	one("Send path", o.pathLine())
+	if o.stamps {
+		one("Completion clock", fmt.Sprintf("%d kHz (completion timestamps)", o.clockKHz))
+	}
 	one("Clock", clockText(p.clk))
 	p.printf("%s\n", table.ResultLine)
 	const shown = 8
@@ -187,7 +190,12 @@ func (p *printer) row(r reports.Result) {
 		return
 	}
 	if r.Latency != nil {
-		p.err = table.WriteLatencyRow(p.w, r)
+		if r.Clock == reports.ClockCompletion {
+			p.printf("%s", p.o.stampsRowLabel())
+		}
+		if p.err == nil {
+			p.err = table.WriteLatencyRow(p.w, r)
+		}
 	} else {
 		p.err = table.WriteBandwidthRow(p.w, r, p.o.gbits)
 	}
@@ -207,7 +215,7 @@ func (p *printer) finish(results []reports.Result) error {
 		return nil
 	}
 	if p.o.lat() {
-		if err := table.WriteTrueLatency(p.w, results, p.clk); err != nil {
+		if err := p.o.writeTrueLatencyClocks(&p.errPrinter, results, p.clk); err != nil {
 			return err
 		}
 	} else if err := table.WriteBandwidthNotes(p.w, results, p.clk); err != nil {

@@ -43,6 +43,7 @@ Examples:
 		},
 	}
 	o.register(cmd.Flags())
+	o.registerStamps(cmd.Flags())
 	return cmd
 }
 
@@ -116,7 +117,10 @@ func runSide(ctx context.Context, o *options, p *prepared, stdout, stderr io.Wri
 	if err := writeReport(o, p, env, results, out, stdout); err != nil {
 		return err
 	}
-	if err := writeHGRM(o.hgrmPath, p.hgrm, results, stdout, out); err != nil {
+	// The histograms of the software clock: those of the completion
+	// timestamps have the same sizes and are in the JSON document.
+	sw, _ := splitClocks(results)
+	if err := writeHGRM(o.hgrmPath, p.hgrm, sw, stdout, out); err != nil {
 		return err
 	}
 	p.ok = true
@@ -176,4 +180,5 @@ func fillExtra(x map[string]string, o *options, in session.Info) {
 	if o.checkData {
 		x["validate"] = "true"
 	}
+	o.stampsExtra(x)
 }
