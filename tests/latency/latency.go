@@ -121,6 +121,7 @@ type runner struct {
 	// The completion-timestamp samples (Config.CompletionTimestamps) and
 	// the size's result from them, reported as the Companion.
 	tsRec  *reports.Recorder
+	tsm    *stampSampler // the run's
 	tsRes  reports.Result
 	tsOK   bool
 	wr     [1]verbsio.SendWR

@@ -34,7 +34,8 @@ import (
 // left out as the software clock leaves out their posts; in duration mode
 // a completion counts when this side's last post lay in the sample window
 // (the device's clock is not the software clock and cannot be compared
-// with the window's bounds).
+// with the window's bounds), and perftest's line (t_avg, tps) is the
+// counted cycles over their time on the device's clock.
 
 // checkStamps is Config.Check's rule about CompletionTimestamps: the
 // burst path's cq_poll family counts completions and returns none of
@@ -59,6 +60,7 @@ type stampSampler struct {
 	n     int64  // completions taken
 	prev  uint64 // the last stamp
 	in    bool   // duration mode: the last completion counted
+	span  int64  // the samples' sum: the device's time over the counted cycles
 }
 
 // newStampSampler returns the sampler of a run with the software sampler
@@ -82,6 +84,7 @@ func (t *stampSampler) take(ts uint64, in bool) {
 	if record {
 		ns, _ := verbsio.TimestampClock((ts-t.prev)&t.mask, t.khz)
 		t.rec.Record(int64(ns))
+		t.span += int64(ns)
 	}
 	t.prev = ts
 }
@@ -100,7 +103,8 @@ func (r *runner) stampsOf(sm *sampler) *stampSampler {
 	}
 	r.tsRec.Reset()
 	r.tsOK = false
-	return newStampSampler(r.tsRec, r.s.DevAttr, sm)
+	r.tsm = newStampSampler(r.tsRec, r.s.DevAttr, sm)
+	return r.tsm
 }
 
 // startStamps readies the recorder of the completion-timestamp samples on
@@ -121,10 +125,18 @@ func (r *runner) startStamps(opts reports.RecorderOptions) error {
 }
 
 // stampResult builds the size's completion-timestamp result with the
-// software result's spec: the companion Run reports after it.
+// software result's spec: the companion Run reports after it. In duration
+// mode perftest's line (t_avg, tps) comes from the counted cycles and
+// their time on the device's clock, not from the software clock's window.
 func (r *runner) stampResult(spec reports.LatencySpec, size int) error {
-	if r.tsRec == nil {
+	if r.tsRec == nil || r.tsm == nil {
 		return nil
+	}
+	if spec.Mode == reports.ModeDuration {
+		spec.Iterations, spec.ElapsedNs = r.tsRec.Count(), r.tsm.span
+		if spec.Iterations == 0 || spec.ElapsedNs <= 0 {
+			return fmt.Errorf("%d B: no cycle inside the sample window from completion timestamps; run longer (-D)", size)
+		}
 	}
 	res, err := reports.NewLatencyResult(spec, r.tsRec)
 	if err != nil {

@@ -74,6 +74,13 @@ func TestStampSampler(t *testing.T) {
 			if got := rec.Samples(); !slices.Equal(got, c.want) {
 				t.Errorf("samples %v, want %v", got, c.want)
 			}
+			var sum int64
+			for _, w := range c.want {
+				sum += w
+			}
+			if ts.span != sum {
+				t.Errorf("span %d ns, want %d", ts.span, sum)
+			}
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/internal/pairtest"
@@ -44,6 +45,36 @@ func TestCompletionTimestamps(t *testing.T) {
 				checkStamped(t, "server", cfg, srv)
 			})
 		}
+	}
+}
+
+// TestCompletionTimestampsDuration runs send_lat and read_lat in duration
+// mode with completion timestamps: the completion result's perftest line
+// counts the cycles it timed, over their time on the device's clock.
+func TestCompletionTimestampsDuration(t *testing.T) {
+	for _, test := range []session.Test{latency.Send, latency.Read} {
+		t.Run(test.Name(), func(t *testing.T) {
+			cfg := latency.Default(test)
+			cfg.Duration, cfg.Margin = time.Second, 250*time.Millisecond
+			cfg.CompletionTimestamps = true
+			cfg.Params = oob.Params{Test: test.Command()}
+			_, cli := pairtest.MustShm0(t, latency.Run, cfg)
+			if len(cli) != 2 {
+				t.Fatalf("%d results, want the software clock's and the completion stamps'", len(cli))
+			}
+			sw, ts := cli[0], cli[1]
+			if ts.Clock != reports.ClockCompletion || ts.Mode != reports.ModeDuration || ts.Samples < 100 || ts.Iterations != ts.Samples {
+				t.Fatalf("completion result: clock %q mode %q, %d samples, %d iterations", ts.Clock, ts.Mode, ts.Samples, ts.Iterations)
+			}
+			// t_avg is the samples' one-way mean, within
+			// the rounding of the samples' sum.
+			if d := ts.TAvgUs - ts.MeanUs; d > 0.01 || d < -0.01 {
+				t.Errorf("t_avg %.4f us, mean of the stamps' samples %.4f us", ts.TAvgUs, ts.MeanUs)
+			}
+			if sw.Samples-ts.Samples > 2 || ts.Samples-sw.Samples > 2 {
+				t.Errorf("%d software samples, %d from completion stamps: the same window should count the same cycles, give or take one at each end", sw.Samples, ts.Samples)
+			}
+		})
 	}
 }
 

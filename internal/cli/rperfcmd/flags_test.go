@@ -33,6 +33,7 @@ func parse(t *testing.T, command string, args ...string) (*options, error) {
 	fs := pflag.NewFlagSet(command, pflag.ContinueOnError)
 	fs.SetOutput(&strings.Builder{})
 	o.register(fs)
+	o.registerStamps(fs) // as newTestCommand
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
