@@ -105,3 +105,41 @@ func TestFakeExWaitAndPost(t *testing.T) {
 		t.Errorf("completions %+v", wcs[:n])
 	}
 }
+
+// TestFakeExStampSeries polls an extended CQ one completion at a time,
+// as the latency tests' loops take their completions, and times the
+// cycles between them as --completion-timestamps does: each completion
+// keeps its own stamp, and the differences, masked to a 48-bit clock
+// that wraps between two completions and converted at 156.25 MHz (6.4 ns
+// a tick), are the hand-computed ones.
+func TestFakeExStampSeries(t *testing.T) {
+	const mask, khz = 1<<48 - 1, 156250
+	f := newFake(t)
+	cq := fakeCQEx(t, f, 4, verbsio.WCExStandard|verbsio.WCExTS)
+	stamps := []uint64{mask - 99, mask - 49, 50, 300} // 50, 100 and 250 ticks apart
+	for i, s := range stamps {
+		f.PushWC(fakeverbs.WC{ID: uint64(i + 1), Opcode: 128, ByteLen: 2, Timestamp: s})
+	}
+	var got []uint64
+	wcs := make([]verbsio.WC, 1)
+	for range stamps {
+		if n, err := cq.Poll(wcs); n != 1 || err != nil {
+			t.Fatalf("Poll = %d, %v", n, err)
+		}
+		got = append(got, wcs[0].Timestamp)
+	}
+	if d := cmp.Diff(stamps, got); d != "" {
+		t.Fatalf("stamps (-want +got):\n%s", d)
+	}
+	var ns []uint64
+	for i := 1; i < len(got); i++ {
+		v, ok := verbsio.TimestampClock((got[i]-got[i-1])&mask, khz)
+		if !ok {
+			t.Fatal("TimestampClock: no clock")
+		}
+		ns = append(ns, v)
+	}
+	if d := cmp.Diff([]uint64{320, 640, 1600}, ns); d != "" {
+		t.Errorf("cycles in ns (-want +got):\n%s", d)
+	}
+}
