@@ -139,9 +139,12 @@ type Side struct {
 
 // Comparison is the verdict on one metric of one key.
 type Comparison struct {
-	Test   string `json:"test"`
-	Bytes  int64  `json:"bytes"`
-	Path   string `json:"path,omitempty"`
+	Test  string `json:"test"`
+	Bytes int64  `json:"bytes"`
+	Path  string `json:"path,omitempty"`
+	// Clock is the records' clock when not the software clock
+	// ("completion": completion timestamps).
+	Clock  string `json:"clock,omitempty"`
 	Metric string `json:"metric"`
 	Unit   string `json:"unit"`
 	// Better is "lower" (latency) or "higher" (bandwidth, message rate).
@@ -167,7 +170,9 @@ type Comparison struct {
 }
 
 // Key returns the comparison's key.
-func (c *Comparison) Key() Key { return Key{Test: c.Test, Bytes: c.Bytes, Path: c.Path} }
+func (c *Comparison) Key() Key {
+	return Key{Test: c.Test, Bytes: c.Bytes, Path: c.Path, Clock: c.Clock}
+}
 
 // Direction is where the change points, whatever its size or noise:
 // [Better], [Worse], or [Same] for no change. It is the side of zero

@@ -106,7 +106,7 @@ func prepare(m *Measured, opts Options) (Comparison, *logRuns) {
 	b, c := m.Baseline, m.Candidate
 	k := m.Key
 	cmp := Comparison{
-		Test: k.Test, Bytes: k.Bytes, Path: k.Path,
+		Test: k.Test, Bytes: k.Bytes, Path: k.Path, Clock: k.Clock,
 		Metric: m.Metric.Name, Unit: m.Metric.Unit, Better: m.Metric.better(),
 		Baseline:  newSideReport(b),
 		Candidate: newSideReport(c),
@@ -193,8 +193,8 @@ type sideNoise struct {
 }
 
 type familyKey struct {
-	test, path, metric string
-	n, m               int
+	test, path, clock, metric string
+	n, m                      int
 }
 
 type questionKey struct {
@@ -236,7 +236,7 @@ func newLogRuns(ms *Measured) (*logRuns, bool) {
 	}
 	return &logRuns{
 		d: mc - mb, s2: s2, df: df, within: medianOr0(w), sides: sides,
-		family:   familyKey{test: ms.Key.Test, path: ms.Key.Path, metric: ms.Metric.Name, n: len(lb), m: len(lc)},
+		family:   familyKey{test: ms.Key.Test, path: ms.Key.Path, clock: ms.Key.Clock, metric: ms.Metric.Name, n: len(lb), m: len(lc)},
 		question: q,
 	}, true
 }

@@ -14,6 +14,10 @@ type Key struct {
 	Test  string
 	Bytes int64
 	Path  string // empty when the record names no path
+	// Clock is the record's reports.Result.Clock: empty for the software
+	// clock, "completion" for the same run timed by completion
+	// timestamps, never a repetition of the software clock's record.
+	Clock string
 }
 
 // KeyOf returns the key of a record. The generic send path has the key
@@ -24,7 +28,7 @@ func KeyOf(r reports.Result) Key {
 	if p == "generic" {
 		p = ""
 	}
-	return Key{Test: r.Test, Bytes: r.Bytes, Path: p}
+	return Key{Test: r.Test, Bytes: r.Bytes, Path: p, Clock: r.Clock}
 }
 
 // String formats a key as the reports print it: "write_lat 2B", or
@@ -33,6 +37,9 @@ func (k Key) String() string {
 	s := fmt.Sprintf("%s %dB", k.Test, k.Bytes)
 	if k.Path != "" {
 		s += " path=" + k.Path
+	}
+	if k.Clock != "" {
+		s += " clock=" + k.Clock
 	}
 	return s
 }
@@ -96,7 +103,7 @@ type NoMatchError struct {
 }
 
 func (e *NoMatchError) Error() string {
-	return fmt.Sprintf("no matching records: the baseline has %s; the candidate has %s (records match on test, message size and path)",
+	return fmt.Sprintf("no matching records: the baseline has %s; the candidate has %s (records match on test, message size, path and clock)",
 		keyList(e.Baseline), keyList(e.Candidate))
 }
 
