@@ -111,8 +111,10 @@ func WriteSVG(w io.Writer, inputs []Input, opts Options) error {
 type line struct {
 	input      int
 	test, path string
-	sizes      []int64 // ascending
-	bySize     map[int64][]reports.Result
+	clock      string // reports.Result.Clock: a line of its own
+
+	sizes  []int64 // ascending
+	bySize map[int64][]reports.Result
 }
 
 // build turns the inputs into a figure of the kind asked.
@@ -160,7 +162,7 @@ func build(inputs []Input, opts Options) (*Figure, error) {
 func lines(inputs []Input, opts Options, latency bool) []*line {
 	var out []*line
 	for i, in := range inputs {
-		byKey := map[[2]string]*line{}
+		byKey := map[[3]string]*line{}
 		for _, r := range in.Doc.Results {
 			kindOK := (latency && r.Latency != nil) || (!latency && r.Bandwidth != nil && r.Latency == nil)
 			if !kindOK || (opts.Test != "" && r.Test != opts.Test) || (opts.Bytes != 0 && r.Bytes != opts.Bytes) {
@@ -170,10 +172,10 @@ func lines(inputs []Input, opts Options, latency bool) []*line {
 			if path == "generic" { // the default path, as records without one
 				path = ""
 			}
-			k := [2]string{r.Test, path}
+			k := [3]string{r.Test, path, r.Clock}
 			l := byKey[k]
 			if l == nil {
-				l = &line{input: i, test: r.Test, path: path, bySize: map[int64][]reports.Result{}}
+				l = &line{input: i, test: r.Test, path: path, clock: r.Clock, bySize: map[int64][]reports.Result{}}
 				byKey[k] = l
 				out = append(out, l)
 			}
@@ -251,11 +253,14 @@ func (lab labeler) label(l *line, variant string) string {
 	if lab.manyFiles {
 		parts = append(parts, lab.inputs[l.input].Name)
 	}
-	if lab.manyTests || (!lab.manyFiles && l.path == "" && variant == "") {
+	if lab.manyTests || (!lab.manyFiles && l.path == "" && l.clock == "" && variant == "") {
 		parts = append(parts, l.test)
 	}
 	if l.path != "" {
 		parts = append(parts, "path="+l.path)
+	}
+	if l.clock != "" {
+		parts = append(parts, "clock="+l.clock)
 	}
 	if variant != "" {
 		parts = append(parts, variant)

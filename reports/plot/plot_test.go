@@ -199,6 +199,19 @@ func TestRepeatedRecords(t *testing.T) {
 		t.Errorf("series %+v, want one point at the p50 of all samples, %v", ss, all.Percentiles["50"])
 	}
 
+	// The same run timed by completion timestamps is a line of its
+	// own, not a repetition.
+	ts := latencyResult(t, "send_lat", 8, 2, b)
+	ts.Clock = reports.ClockCompletion
+	d.Results = []reports.Result{latencyResult(t, "send_lat", 8, 2, a), ts}
+	if c, err = build([]Input{{"x", d}}, Options{Percentiles: []float64{50}}); err != nil {
+		t.Fatal(err)
+	}
+	if ss := c.panels[0].series; len(ss) != 2 || ss[0].label != "p50" || ss[1].label != "clock=completion p50" ||
+		ss[1].points[0].y != ts.Percentiles["50"] {
+		t.Errorf("series %+v, want the software clock's and the completion stamps' lines", ss)
+	}
+
 	bw := reports.NewDocument(reports.Env{})
 	for _, g := range []float64{10, 30, 20} {
 		bw.Results = append(bw.Results, reports.Result{Test: "send_bw", Bytes: 64, Bandwidth: &reports.Bandwidth{BWAvgGbps: g}})

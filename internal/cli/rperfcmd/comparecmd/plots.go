@@ -67,6 +67,9 @@ func fileName(c *compare.Comparison) string {
 	if c.Path != "" {
 		name += "-" + c.Path
 	}
+	if c.Clock != "" {
+		name += "-" + c.Clock
+	}
 	return unsafe.ReplaceAllString(name+"-"+c.Metric, "_")
 }
 
