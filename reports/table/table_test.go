@@ -48,6 +48,15 @@ func doc(results ...reports.Result) *reports.Document {
 	return d
 }
 
+// stamped is a document of a software-clock record and the same run's
+// record from completion timestamps, on a 156.25 MHz device clock.
+func stamped(sw, ts reports.Result) *reports.Document {
+	ts.Clock = reports.ClockCompletion
+	d := doc(sw, ts)
+	d.Env.Extra = map[string]string{"completion_clock_khz": "156250"}
+	return d
+}
+
 // TestPerftestLinesMatchPerftest feeds the figures of real perftest output
 // lines through rperf's formats and expects the same bytes, tabs included.
 func TestPerftestLinesMatchPerftest(t *testing.T) {
@@ -129,6 +138,9 @@ func TestWriteGolden(t *testing.T) {
 		{"bandwidth_mib.golden", doc(bw(2), bw(65536), slow, bwDur), table.Options{}},
 		{"bandwidth_gbits.golden", doc(bw(2), bw(65536), slow, bwDur), table.Options{Gbits: true}},
 		{"mixed.golden", doc(lat(2, ramp(100, 1800, 10, 5000)), bw(4096), lat(8, ramp(100, 1800, 10, 5000))), table.Options{}},
+		// --completion-timestamps: the same run from the device's
+		// stamps, in a block of its own under the device's clock.
+		{"latency_completion.golden", stamped(lat(2, ramp(1000, 1800, 10, 95000)), lat(2, ramp(1000, 1700, 10, 90000))), table.Options{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

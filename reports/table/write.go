@@ -3,6 +3,7 @@ package table
 import (
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/rperf/rperf/internal/clock"
 	"github.com/rperf/rperf/reports"
@@ -38,6 +39,7 @@ func Write(w io.Writer, doc *reports.Document, opts Options) error {
 type resultGroup struct {
 	latency bool
 	mode    reports.Mode
+	clock   string // reports.Result.Clock: completion-timestamp records group apart
 	results []reports.Result
 }
 
@@ -46,14 +48,15 @@ func group(results []reports.Result) []*resultGroup {
 		test    string
 		latency bool
 		mode    reports.Mode
+		clock   string
 	}
 	var order []*resultGroup
 	byKey := map[key]*resultGroup{}
 	for _, r := range results {
-		k := key{r.Test, r.Latency != nil, r.Mode}
+		k := key{r.Test, r.Latency != nil, r.Mode, r.Clock}
 		g := byKey[k]
 		if g == nil {
-			g = &resultGroup{latency: k.latency, mode: r.Mode}
+			g = &resultGroup{latency: k.latency, mode: r.Mode, clock: r.Clock}
 			byKey[k] = g
 			order = append(order, g)
 		}
@@ -65,6 +68,19 @@ func group(results []reports.Result) []*resultGroup {
 // writeGroup writes one group, from its header to its closing separator.
 func writeGroup(w io.Writer, g *resultGroup, doc *reports.Document, opts Options) error {
 	if g.latency {
+		clk := doc.Env.Clock
+		if g.clock == reports.ClockCompletion {
+			// Timed by the device's completion stamps, not by the
+			// software clock the environment names.
+			clk = clock.Info{Name: "the device's completion clock"}
+			if khz, err := strconv.ParseUint(doc.Env.Extra["completion_clock_khz"], 10, 64); err == nil && khz > 0 {
+				clk.Name += fmt.Sprintf(", %d kHz", khz)
+				clk.ResolutionNs = int64(max(1, 1e9/(khz*1000)))
+			}
+			if _, err := fmt.Fprintf(w, " from completion timestamps (device clock):\n"); err != nil {
+				return err
+			}
+		}
 		if err := WriteLatencyHeader(w, g.mode); err != nil {
 			return err
 		}
@@ -76,7 +92,7 @@ func writeGroup(w io.Writer, g *resultGroup, doc *reports.Document, opts Options
 		if err := WriteResultLine(w); err != nil {
 			return err
 		}
-		if err := WriteTrueLatency(w, g.results, doc.Env.Clock); err != nil {
+		if err := WriteTrueLatency(w, g.results, clk); err != nil {
 			return err
 		}
 		return WriteResultLine(w)
