@@ -63,7 +63,10 @@ func TestCompletionTimestampsDuration(t *testing.T) {
 				t.Fatalf("%d results, want the software clock's and the completion stamps'", len(cli))
 			}
 			sw, ts := cli[0], cli[1]
-			if ts.Clock != reports.ClockCompletion || ts.Mode != reports.ModeDuration || ts.Samples < 100 || ts.Iterations != ts.Samples {
+			// How many cycles fit the 500 ms window is the machine's
+			// load's affair (5 under -race at load 12); the accounting
+			// holds for any number.
+			if ts.Clock != reports.ClockCompletion || ts.Mode != reports.ModeDuration || ts.Samples < 1 || ts.Iterations != ts.Samples {
 				t.Fatalf("completion result: clock %q mode %q, %d samples, %d iterations", ts.Clock, ts.Mode, ts.Samples, ts.Iterations)
 			}
 			// t_avg is the samples' one-way mean, within
