@@ -212,6 +212,18 @@ type OpenOptions struct {
 	// queue memory from the application's allocator, one raw QP per
 	// port across processes: EBUSY). docs/raw.md describes both.
 	RawProfile string
+	// RawIO chooses how a raw-fabric context's port moves frames: a
+	// comma-separated list of "v2" (a TPACKET_V2 receive ring, one slot
+	// per frame: the default, for latency) or "v3" (TPACKET_V3 blocks:
+	// fewer wake-ups, but a lone frame waits for its block's 1 ms timer),
+	// "sendmmsg" (the default: a batch per sendmmsg(2)), "txring" (a
+	// TPACKET_V2 TX ring) or "xdp" (an AF_XDP socket in copy mode on
+	// queue 0; receive stays on the packet ring, and the kernel's GSO
+	// is not used by default since AF_XDP has none), and "bypass" or
+	// "nobypass" (PACKET_QDISC_BYPASS on the packet sockets; off by
+	// default). "" or "default" is v2,sendmmsg,nobypass. docs/raw.md
+	// has the measurements behind the default.
+	RawIO string
 }
 
 // OptionsOpener is implemented by providers that take OpenOptions.

@@ -1,6 +1,7 @@
 package soft_test
 
 import (
+	"cmp"
 	"net"
 
 	"github.com/rperf/rperf/internal/testsupport/netns"
@@ -16,9 +17,20 @@ func TestConformanceUDPLoopback(t *testing.T) {
 	verbstest.RunWith(t, "udp_lo", verbsio.OpenOptions{UDPPort: -1})
 }
 
+// rawIOModes are the raw port's I/O choices (OpenOptions.RawIO) that
+// the raw tests run under: the default and each alternative.
+var rawIOModes = []string{"", "v3", "txring", "bypass", "txring,bypass", "xdp", "v3,xdp"}
+
 // TestConformanceRaw runs the raw part of the suite on raw_<netdev>
-// devices at the two ends of a veth pair between two namespaces.
+// devices at the two ends of a veth pair between two namespaces, once per
+// raw I/O mode.
 func TestConformanceRaw(t *testing.T) {
+	for _, mode := range rawIOModes {
+		t.Run("io="+cmp.Or(mode, "default"), func(t *testing.T) { conformanceRaw(t, mode) })
+	}
+}
+
+func conformanceRaw(t *testing.T, mode string) {
 	p := netns.Setup(t, netns.Options{})
 	end := func(h netns.Host) (func() (*verbsio.Context, error), verbsio.MAC) {
 		var mac verbsio.MAC
@@ -32,7 +44,7 @@ func TestConformanceRaw(t *testing.T) {
 			t.Fatal(err)
 		}
 		return func() (ctx *verbsio.Context, err error) {
-			err = h.Run(func() error { ctx, err = verbsio.Open("raw_" + h.Link); return err })
+			err = h.Run(func() error { ctx, err = verbsio.OpenWith("raw_"+h.Link, verbsio.OpenOptions{RawIO: mode}); return err })
 			return ctx, err
 		}, mac
 	}

@@ -1,7 +1,6 @@
 package soft
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -88,6 +87,7 @@ type rawFabric struct {
 	dev       rawNetdev
 	profile   rawProfile
 	queryOnly bool
+	io        rawIO      // the port's receive ring, transmit path and qdisc bypass
 	netns     *udp.Netns // where the device was opened (the port lock is taken there)
 	gids      []verbsio.GIDEntry
 
@@ -210,15 +210,25 @@ func openRaw(name string, o verbsio.OpenOptions) (*Context, error) {
 	default:
 		return nil, verbsio.Errorf("open_device", unix.EINVAL, "unknown raw profile %q: want \"\" (the engine's raw device) or \"mana\"", o.RawProfile)
 	}
+	io, err := parseRawIO(o.RawIO)
+	if err != nil {
+		return nil, verbsio.Errorf("open_device", unix.EINVAL, "%s: %v", name, err)
+	}
 	c, err := newContext(rawInfo(dev))
 	if err != nil {
 		return nil, err
 	}
-	f := &rawFabric{c: c, dev: dev, profile: profile, queryOnly: o.QueryOnly, table: netpkt.NewTable()}
+	f := &rawFabric{c: c, dev: dev, profile: profile, queryOnly: o.QueryOnly, io: io, table: netpkt.NewTable()}
 	for i, a := range dev.addrs {
 		f.gids = append(f.gids, verbsio.GIDEntry{Index: i, GID: verbsio.GIDFromAddr(a), Type: verbsio.GIDTypeRoCEv2, Netdev: dev.name})
 	}
 	f.segKernel, f.segWhy = rawSegmenter(dev.name)
+	if io.tx == afpacket.TXXDP && f.segKernel {
+		// Kernel GSO goes through a packet socket beside AF_XDP's: a QP
+		// may still ask for it (SegmentKernel), but by default the
+		// engine cuts, so that every frame goes out through AF_XDP.
+		f.segKernel, f.segWhy = false, "engine: AF_XDP sends have no GSO (raw I/O xdp); without xdp, "+f.segWhy
+	}
 	if !o.QueryOnly {
 		if err := f.openIO(); err != nil {
 			c.Close()
@@ -272,18 +282,15 @@ func (f *rawFabric) openIO() error {
 		frameSize *= 2
 	}
 	var err error
-	f.rx, err = afpacket.OpenRX(f.dev.name, afpacket.RXOptions{Version: afpacket.RingV2, FrameSize: frameSize,
-		Frames: max(256, (4<<20)/frameSize)})
-	if err != nil {
-		if errors.Is(err, afpacket.ErrNoCapNetRaw) {
-			return errNoCapNetRaw(name)
-		}
-		return verbsio.Errorf("open_device", unix.EIO, "%s: receive ring: %v", name, err)
+	if f.rx, err = f.io.openRX(name, f.dev.name, frameSize); err != nil {
+		return err
 	}
-	if f.tx, err = afpacket.OpenTX(f.dev.name, afpacket.TXOptions{Mode: afpacket.TXSendmmsg, Batch: rawTXFrames}); err != nil {
+	if f.tx, err = f.io.openTX(name, f.dev.name, frameSize); err != nil {
 		f.closeIO()
-		return verbsio.Errorf("open_device", unix.EIO, "%s: send socket: %v", name, err)
+		return err
 	}
+	// The GSO socket goes through the qdisc layer even with bypass: past
+	// it, the kernel refused every GSO send on veth with ENOBUFS.
 	if f.gsoTX, err = afpacket.OpenTX(f.dev.name, afpacket.TXOptions{Mode: afpacket.TXSendmmsg, VnetHdr: true}); err != nil {
 		f.closeIO()
 		return verbsio.Errorf("open_device", unix.EIO, "%s: GSO socket: %v", name, err)

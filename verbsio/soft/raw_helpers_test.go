@@ -46,8 +46,16 @@ func newRawWire(t testing.TB, opts netns.Options, open verbsio.OpenOptions, flag
 	return w
 }
 
+// rawIOUnderTest is the raw I/O mode (OpenOptions.RawIO) that raw ends
+// open with when the test names none: TestRawIOModes sets it while it
+// runs the raw tests again under each mode.
+var rawIOUnderTest string
+
 func openRawEnd(t testing.TB, h netns.Host, open verbsio.OpenOptions, flags verbsio.CQWCFlags) *rawEnd {
 	t.Helper()
+	if open.RawIO == "" {
+		open.RawIO = rawIOUnderTest
+	}
 	e := &rawEnd{host: h, ip4: h.Addr4.Addr(), ip6: h.Addr6.Addr(), bufSz: 1 << 22}
 	err := h.Run(func() error {
 		ifc, err := net.InterfaceByName(h.Link)

@@ -38,7 +38,10 @@ func (e *rawEnd) manaQP() (*verbsio.QP, error) {
 // process or another, gets EBUSY naming the holder, and the first keeps
 // sending and receiving; the port is free again when the holder is gone.
 func TestRawMana(t *testing.T) {
-	w := newRawWire(t, netns.Options{}, verbsio.OpenOptions{}, 0)
+	// The wire's ends take the default I/O: the mana end beside them takes
+	// the mode under test (TestRawIOModes), and AF_XDP's queue is one
+	// context's.
+	w := newRawWire(t, netns.Options{}, verbsio.OpenOptions{RawIO: "default"}, 0)
 	m := openRawEnd(t, w.pair.A, verbsio.OpenOptions{RawProfile: "mana"}, 0)
 	a, err := m.ctx.QueryDevice()
 	if err != nil {
@@ -142,7 +145,7 @@ func TestRawMana(t *testing.T) {
 // the port).
 func manaPortChild(line func() string) int {
 	link := line()
-	ctx, err := verbsio.OpenWith("raw_"+link, verbsio.OpenOptions{RawProfile: "mana"})
+	ctx, err := verbsio.OpenWith("raw_"+link, verbsio.OpenOptions{RawProfile: "mana"}) // the default I/O: this process may hold the port's AF_XDP queue
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2

@@ -86,6 +86,7 @@ type rawOptions struct {
 	mss         int
 	hgrmPath    string
 	cqMod       int
+	rawIO       string
 
 	path sendpath.Path
 	pcts []float64
@@ -182,6 +183,7 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.etherType, "ethertype", "Y", "", "the frames' EtherType, 0xXXXX, instead of IPv4's or IPv6's (the server's rule then matches it)")
 	fs.BoolVar(&o.sniffer, "sniffer", false, "the server's rule is a sniffer: a copy of every frame of the port")
 	fs.BoolVar(&o.promisc, "promiscuous", false, "the server's rule takes every frame no other rule took (all-default)")
+	fs.StringVar(&o.rawIO, "raw_io", "", "the built-in engine's raw port I/O (raw_<netdev>): comma-separated v2 or v3 (receive ring), sendmmsg, txring or xdp (transmit; xdp: AF_XDP copy mode, engine-cut TSO), bypass or nobypass (PACKET_QDISC_BYPASS); default v2,sendmmsg,nobypass (docs/raw.md)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as an rperf/v1 JSON document to FILE (- for stdout)")
 	if t == session.RawLat || t == session.RawBurstLat {
 		fs.StringVar(&o.hgrmPath, "hgrm", "", "the client: write each size's latency histogram as HdrHistogram .hgrm text to FILE (several sizes: FILE-<size>.hgrm; - for stdout)")
@@ -614,6 +616,9 @@ func (o *rawOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		"source_ip": c.Frame.SrcIP.String(), "dest_ip": c.Frame.DstIP.String()}
 	if o.path == sendpath.TSO {
 		env.Extra["mss"] = strconv.Itoa(o.mss)
+	}
+	if o.rawIO != "" {
+		env.Extra["raw_io"] = o.rawIO
 	}
 	out := stdout
 	if o.jsonPath == "-" || o.hgrmPath == "-" {
@@ -1073,7 +1078,7 @@ func (o *rawOptions) open() (s *rawSide, err error) {
 	if s.jsonFile, err = createOutput(o.jsonPath, "--json"); err != nil {
 		return s, err
 	}
-	if s.dev, err = openDevice(o.device, verbsio.OpenOptions{}); err != nil {
+	if s.dev, err = openDevice(o.device, verbsio.OpenOptions{RawIO: o.rawIO}); err != nil {
 		return s, err
 	}
 	if s.port, err = s.dev.QueryPort(1); err != nil {

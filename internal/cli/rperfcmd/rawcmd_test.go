@@ -277,6 +277,34 @@ func TestRawBWCommand(t *testing.T) {
 	}
 }
 
+// TestRawIOFlag: --raw_io reaches the engine at both ends (the client's
+// JSON names it and its frames all arrive through AF_XDP and a V3 ring),
+// and a word the engine does not know is refused naming it.
+func TestRawIOFlag(t *testing.T) {
+	s := newRawSides(t)
+	jsonPath := filepath.Join(t.TempDir(), "client.json")
+	srv, _ := s.run(t, "raw-bw", []string{"-n", "2000", "-r", "4096", "-s", "128", "--raw_io", "v3"},
+		[]string{"-n", "2000", "-s", "128", "--raw_io", "xdp,v3", "--json", jsonPath})
+	if !strings.Contains(srv, "measured on the receiving side") {
+		t.Errorf("server output:\n%s", srv)
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := decodeDoc(t, data)
+	if d.Env.Extra["raw_io"] != "xdp,v3" || d.Env.EngineCounters["tx_frames"] != 2000 {
+		t.Errorf("client document: raw_io %q, tx_frames %d; want xdp,v3 and 2000", d.Env.Extra["raw_io"], d.Env.EngineCounters["tx_frames"])
+	}
+	err = s.pair.A.Run(func() error {
+		_, _, err := runRaw(context.Background(), "raw-bw", "-d", "raw_"+s.pair.A.Link, "-P", "-E", s.mb, "-J", s.pair.B.Addr4.Addr().String(), "--raw_io", "turbo")
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), `unknown raw I/O word "turbo"`) {
+		t.Errorf("--raw_io turbo: %v; want an error naming the word", err)
+	}
+}
+
 // TestRawBWPacedCommand: a paced raw-bw client prints the requested and
 // achieved rates and, when they differ by more than 1%, how far and why
 // (the sending thread's waits for a CPU); the pacer never runs ahead.

@@ -606,3 +606,35 @@ func TestDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGSOBypassRefused: past the qdisc (PACKET_QDISC_BYPASS) the kernel
+// refuses a GSO send on veth with ENOBUFS every time while the socket
+// reports room; SendGSO must give up with an error after its bounded
+// retries, not spin (it did, until the raw fabric's bypass mode hung).
+func TestGSOBypassRefused(t *testing.T) {
+	w := newWire(t)
+	if err := w.pair.A.Run(func() error { return SetFeature(w.pair.A.Link, OffloadTxCsum, false) }); err != nil {
+		t.Fatal(err)
+	}
+	tx := w.tx(t, TXOptions{VnetHdr: true, QdiscBypass: true})
+	h := netpkt.Headers{Dst: w.macB, Src: w.macA, SrcIP: w.ipA, DstIP: w.ipB, DF: true, Proto: netpkt.ProtoTCP, SrcPort: 4000, DstPort: 5000, Seq: 1, TCPFlags: netpkt.TCPAck}
+	frame, err := h.Append(nil, make([]byte, 30000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := PrepareGSO(frame, 1448)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = tx.SendGSO(frame, g)
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("SendGSO took %v", el)
+	}
+	if err == nil {
+		t.Skip("this kernel takes GSO sends past the qdisc on veth: the refusal this test checks does not happen")
+	}
+	if !strings.Contains(err.Error(), "refused the send") {
+		t.Errorf("SendGSO past the qdisc: %v; want the bounded-retry error", err)
+	}
+}

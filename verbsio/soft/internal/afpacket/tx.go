@@ -248,6 +248,7 @@ func (t *TX) sendmmsg(frames [][]byte) (int, error) {
 	if t.vnet {
 		n = 2
 	}
+	var st stall
 	for done < len(frames) {
 		k := min(t.batch, len(frames)-done)
 		for i := range k {
@@ -262,7 +263,7 @@ func (t *TX) sendmmsg(frames [][]byte) (int, error) {
 		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(t.fd), uintptr(unsafe.Pointer(&t.hdrs[0])), uintptr(k), 0, 0, 0)
 		switch {
 		case e == unix.EAGAIN || e == unix.ENOBUFS:
-			if err := t.waitOut(); err != nil {
+			if err := st.wait(t); err != nil {
 				return done, err
 			}
 		case e == unix.EINTR:
@@ -281,6 +282,7 @@ func (t *TX) sendOne(f []byte) (int, error) {
 	if len(f) == 0 {
 		return 0, fmt.Errorf("afpacket: frame 0 is empty")
 	}
+	var st stall
 	for {
 		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(t.fd), uintptr(unsafe.Pointer(&f[0])), uintptr(len(f)), 0, 0, 0)
 		switch e {
@@ -288,13 +290,29 @@ func (t *TX) sendOne(f []byte) (int, error) {
 			return 1, nil
 		case unix.EINTR:
 		case unix.EAGAIN, unix.ENOBUFS:
-			if err := t.waitOut(); err != nil {
+			if err := st.wait(t); err != nil {
 				return 0, err
 			}
 		default:
 			return 0, fmt.Errorf("afpacket: send: %w", e)
 		}
 	}
+}
+
+// stall bounds a send's retries: the socket may report room (POLLOUT)
+// while the kernel keeps refusing with EAGAIN or ENOBUFS (with
+// PACKET_QDISC_BYPASS a refused frame is dropped, not queued, and a GSO
+// frame on veth is refused every time), which would otherwise spin.
+type stall struct{ since time.Time }
+
+// wait waits for room and fails once the kernel has refused for a second.
+func (s *stall) wait(t *TX) error {
+	if s.since.IsZero() {
+		s.since = time.Now()
+	} else if time.Since(s.since) > time.Second {
+		return fmt.Errorf("afpacket: the kernel refused the send for %v (ENOBUFS or EAGAIN though the socket had room)", time.Second)
+	}
+	return t.waitOut()
 }
 
 func (t *TX) waitOut() error {
@@ -462,6 +480,7 @@ func (t *TX) SendGSO(frame []byte, g GSO) error {
 	}
 	t.gsoIov[1].Base = &frame[0]
 	t.gsoIov[1].SetLen(len(frame))
+	var st stall
 	for {
 		_, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(t.fd), uintptr(unsafe.Pointer(&t.gsoMsg)), 0)
 		switch e {
@@ -469,8 +488,8 @@ func (t *TX) SendGSO(frame []byte, g GSO) error {
 			return nil
 		case unix.EINTR:
 		case unix.EAGAIN, unix.ENOBUFS:
-			if err := t.waitOut(); err != nil {
-				return err
+			if err := st.wait(t); err != nil {
+				return fmt.Errorf("%w: a %d-byte GSO frame", err, len(frame))
 			}
 		default:
 			return fmt.Errorf("afpacket: send a %d-byte GSO frame: %w", len(frame), e)
