@@ -92,9 +92,18 @@ func recvFrame(b testing.TB, fd int, buf []byte) {
 // list of 64, and the burst family's 64 staged sends per flush; every
 // 64th send is signaled. The frames go to a MAC nobody has, so the
 // receiving end drops them at once and the sender is measured.
+//
+// It runs once per transmit mode of the raw port (OpenOptions.RawIO):
+// sendmmsg (the default), past the qdisc, the TX ring and AF_XDP.
 func BenchmarkRawSend64(b *testing.B) {
+	for _, mode := range []string{"sendmmsg", "bypass", "txring", "xdp"} {
+		b.Run("io="+mode, func(b *testing.B) { rawSend64(b, mode) })
+	}
+}
+
+func rawSend64(b *testing.B, mode string) {
 	const batch = 64
-	w := newRawWire(b, netns.Options{}, verbsio.OpenOptions{}, 0)
+	w := newRawWire(b, netns.Options{}, verbsio.OpenOptions{RawIO: mode}, 0)
 	qp := w.a.rawQP(b, 1024, 1)
 	nobody := *w.b
 	nobody.mac = [6]byte{0x02, 0x72, 0x70, 0, 0, 0x99}
@@ -178,6 +187,87 @@ func BenchmarkRawSend64(b *testing.B) {
 			alternateAs(b, batch, reference, p.run, "pkt", "afpacket")
 		})
 	}
+}
+
+// BenchmarkRawRecv64 is the receive side's cost per 64-byte frame under
+// each receive ring (OpenOptions.RawIO v2 and v3): a round is 1024
+// frames sent from A with write(2) on a packet socket and all of them
+// taken from B's RAW_PACKET QP, against the same sends read at B with
+// read(2) on a packet socket filtered to them (x-afpacket above 1: the
+// QP's ring is faster). A V3 ring hands its last, partly filled block
+// over only when the block timer fires (1 ms), once per round. AF_XDP
+// receive is not built (docs/raw.md).
+func BenchmarkRawRecv64(b *testing.B) {
+	for _, mode := range []string{"v2", "v3"} {
+		b.Run("io="+mode, func(b *testing.B) { rawRecv64(b, mode) })
+	}
+}
+
+func rawRecv64(b *testing.B, mode string) {
+	const batch = 1024
+	w := newRawWire(b, netns.Options{}, verbsio.OpenOptions{RawIO: mode}, 0)
+	qb := w.b.rawQP(b, 16, 2*batch)
+	fb := mustFlow(b, qb, w.b.udpTo(5000, 0))
+	defer fb.Destroy()
+	const slot = 2048
+	w.b.postRecvs(b, qb, 0, 2*batch, slot)
+	toQP := udpFrame(b, w.a, w.b, 4000, 5000, 0, 60-42)
+	toRef := udpFrame(b, w.a, w.b, 4001, 5001, 0, 60-42)
+	tx := packetSocket(b, w.a.host, 0)
+	ref := packetSocket(b, w.b.host, 5001)
+	// Room for a round's frames (an skb of a 64-byte frame takes ~768
+	// bytes of the socket's buffer; the default holds ~270).
+	if err := unix.SetsockoptInt(ref, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20); err != nil {
+		b.Fatal(err)
+	}
+	wcs := make([]verbsio.WC, batch)
+	rwr := make([]verbsio.RecvWR, batch)
+	sgl := make([]verbsio.SGE, batch)
+	for i := range rwr {
+		rwr[i].SGL = sgl[i : i+1]
+	}
+	path := func() {
+		for range batch {
+			sendFrame(b, tx, toQP)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for got := 0; got < batch; {
+			k, err := w.b.cq.Poll(wcs[:batch-got])
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i, wc := range wcs[:k] {
+				if wc.Status != verbsio.StatusSuccess {
+					b.Fatalf("receive: %v", wc.Status)
+				}
+				rwr[i].ID, sgl[i] = wc.ID, w.b.mr.SGE(int(wc.ID), slot)
+			}
+			if k > 0 {
+				if _, err := qb.PostRecv(rwr[:k]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			got += k
+			if k == 0 {
+				if time.Now().After(deadline) {
+					b.Fatalf("%d of %d frames in 10 s", got, batch)
+				}
+				idle(w.b.cq)
+			}
+		}
+	}
+	buf := make([]byte, 2048)
+	reference := func() {
+		for range batch {
+			sendFrame(b, tx, toRef)
+		}
+		for range batch {
+			recvFrame(b, ref, buf)
+		}
+	}
+	path()
+	reference()
+	alternateAs(b, batch, reference, path, "pkt", "afpacket")
 }
 
 // BenchmarkRawPingPong64 is a 64-byte round trip A -> B -> A between two
