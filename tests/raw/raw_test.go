@@ -23,6 +23,10 @@ type end struct {
 	dev  *verbsio.Context
 }
 
+// rawIO is the raw port I/O (verbsio.OpenOptions.RawIO) the ends open
+// with: TestRawBWIOModes sets it while it runs TestRawBW again.
+var rawIO string
+
 func openEnd(t *testing.T, h netns.Host) *end {
 	t.Helper()
 	e := &end{host: h}
@@ -32,7 +36,7 @@ func openEnd(t *testing.T, h netns.Host) *end {
 			return err
 		}
 		copy(e.mac[:], ifc.HardwareAddr)
-		e.dev, err = verbsio.Open("raw_" + h.Link)
+		e.dev, err = verbsio.OpenWith("raw_"+h.Link, verbsio.OpenOptions{RawIO: rawIO})
 		return err
 	})
 	if err != nil {
@@ -154,6 +158,19 @@ func TestRawBW(t *testing.T) {
 				}
 				t.Logf("%d B: client %.3f Mpps, server %.3f Mpps, %d lost", size, cr.MsgRateMpps, sr.MsgRateMpps, sr.Bandwidth.LostMessages)
 			}
+		})
+	}
+}
+
+// TestRawBWIOModes runs TestRawBW (UDP and TCP flows, the sniffer and
+// the promiscuous server) with both ends on a V3 receive ring and on
+// AF_XDP transmit (OpenOptions.RawIO).
+func TestRawBWIOModes(t *testing.T) {
+	for _, mode := range []string{"v3", "xdp"} {
+		t.Run("io="+mode, func(t *testing.T) {
+			rawIO = mode
+			defer func() { rawIO = "" }()
+			TestRawBW(t)
 		})
 	}
 }
