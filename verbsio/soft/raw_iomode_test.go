@@ -10,6 +10,7 @@ import (
 	"github.com/rperf/rperf/internal/testsupport/netns"
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/soft"
+	"github.com/rperf/rperf/verbsio/soft/internal/afpacket"
 )
 
 // TestRawIOModes runs the raw tests again under each raw I/O mode that
@@ -99,6 +100,27 @@ func TestRawIOOption(t *testing.T) {
 		if !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("RawIO %q: %v; want EINVAL saying %q", c.io, err, c.want)
 		}
+	}
+	// Where the kernel would segment (checksum offload off), xdp still
+	// leaves TSO to the engine by default: AF_XDP has no GSO.
+	if err := p.A.Run(func() error { return afpacket.SetFeature(p.A.Link, afpacket.OffloadTxCsum, false) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ io, who, why string }{
+		{"", "kernel", "checksum offload is off"},
+		{"xdp", "engine", "AF_XDP sends have no GSO"},
+	} {
+		ctx, err := open(c.io)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if who, why := ctx.Impl().(*soft.Context).Segmentation(); who != c.who || !strings.Contains(why, c.why) {
+			t.Errorf("RawIO %q with checksum offload off: segmentation %q (%s), want %q saying %q", c.io, who, why, c.who, c.why)
+		}
+		ctx.Close()
+	}
+	if err := p.A.Run(func() error { return afpacket.SetFeature(p.A.Link, afpacket.OffloadTxCsum, true) }); err != nil {
+		t.Fatal(err)
 	}
 	first, err := open("xdp")
 	if err != nil {
