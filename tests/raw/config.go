@@ -38,7 +38,9 @@ type Config struct {
 	Server bool
 	// Frame is this side's frames: its own addresses as the source, the
 	// peer's as the destination. The server's flow rule takes frames to
-	// its MAC and L4 port (Frame.SrcMAC, Frame.SrcPort).
+	// its MAC, IP and L4 port from the client's IP and port (and with
+	// the frames' TOS or traffic class and flow label when not 0), as
+	// perftest's server's rule does.
 	Frame FrameSpec
 	// RuleType is the kind of the server's steering rule: FlowNormal (its
 	// MAC and port), FlowSniffer (perftest --sniffer: a copy of every

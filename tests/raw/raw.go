@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"runtime"
 	"slices"
 	"time"
@@ -297,7 +298,8 @@ func (r *runner) next(flow int) []verbsio.SendWR {
 // group's) and L4 port (each of the flows' ports on a bw server: the
 // port's bits that the flows vary are masked out only when the flows
 // count is a power of two; else one rule per flow would be needed, and
-// the ETH rule alone is used).
+// the ETH rule alone is used). A server's rule also matches the IPs
+// (ipRule) and the client's source port, as perftest's server's does.
 func (r *runner) rule() verbsio.FlowAttr {
 	if t := r.c.RuleType; t != verbsio.FlowNormal && r.c.Server {
 		return verbsio.FlowAttr{Type: t, Port: 1}
@@ -316,10 +318,17 @@ func (r *runner) rule() verbsio.FlowAttr {
 	if f.EtherType != 0 && f.EtherType != f.ipEtherType() {
 		return verbsio.FlowAttr{Port: 1, Specs: specs} // not IP to a receiver: MAC and EtherType only
 	}
+	if r.c.Server {
+		specs = append(specs, r.ipRule())
+	}
 	if n := r.c.Flows; n == 1 || (n&(n-1) == 0 && int(f.SrcPort)%n == 0) {
 		mask := ^uint16(n - 1)
 		port := verbsio.PortFilter{Dst: f.SrcPort & mask}
 		pm := verbsio.PortFilter{Dst: mask}
+		if r.c.Server && !r.c.Multicast && int(f.DstPort)%n == 0 {
+			// The client's port(s), as perftest's server matches them.
+			port.Src, pm.Src = f.DstPort&mask, mask
+		}
 		if f.TCP {
 			specs = append(specs, verbsio.FlowTCP{Val: port, Mask: pm})
 		} else {
@@ -327,6 +336,41 @@ func (r *runner) rule() verbsio.FlowAttr {
 		}
 	}
 	return verbsio.FlowAttr{Port: 1, Specs: specs}
+}
+
+// ipRule is the server's IP match, as perftest's server has it: the
+// destination is its IP (a multicast server: the group's) and the
+// source the client's (a multicast server: any), and a TOS (IPv6:
+// traffic class) or flow label other than 0 must match too.
+func (r *runner) ipRule() verbsio.FlowSpec {
+	f := &r.c.Frame
+	dst, src := f.SrcIP, f.DstIP
+	if r.c.Multicast {
+		dst, src = f.DstIP, netip.Addr{}
+	}
+	if f.SrcIP.Is6() {
+		var val, mask verbsio.IPv6Filter
+		val.Dst, mask.Dst = dst.As16(), [16]byte{0: 0xff, 1: 0xff, 2: 0xff, 3: 0xff, 4: 0xff, 5: 0xff, 6: 0xff, 7: 0xff, 8: 0xff, 9: 0xff, 10: 0xff, 11: 0xff, 12: 0xff, 13: 0xff, 14: 0xff, 15: 0xff}
+		if src.IsValid() {
+			val.Src, mask.Src = src.As16(), mask.Dst
+		}
+		if f.TOS != 0 {
+			val.TrafficClass, mask.TrafficClass = f.TOS, 0xff
+		}
+		if f.FlowLabel != 0 {
+			val.FlowLabel, mask.FlowLabel = f.FlowLabel, 0xfffff
+		}
+		return verbsio.FlowIPv6{Val: val, Mask: mask}
+	}
+	var val, mask verbsio.IPv4Filter
+	val.Dst, mask.Dst = dst.As4(), [4]byte{0xff, 0xff, 0xff, 0xff}
+	if src.IsValid() {
+		val.Src, mask.Src = src.As4(), mask.Dst
+	}
+	if f.TOS != 0 {
+		val.TOS, mask.TOS = f.TOS, 0xff
+	}
+	return verbsio.FlowIPv4{Val: val, Mask: mask}
 }
 
 // buildFrames writes the frames of size bytes: flow i's in send slots

@@ -254,9 +254,9 @@ func TestBadFlags(t *testing.T) {
 		{"send-bw", []string{"--rate_units", "M"}, "give --rate_limit too"},
 		{"send-bw", []string{"--rate_limit", "1", "--rate_limit_type", "SW"}, "through the QP's packet pacing only; use PP"},
 		{"send-bw", []string{"--rate_limit", "1", "--rate_limit_type", "XX"}, "use PP"},
-		{"send-bw", []string{"--rate_limit", "1", "--rate_units", "k"}, "use M (Mb/s), g (Gb/s) or p"},
-		{"send-bw", []string{"--rate_limit", "1", "--rate_units", "p", "-a"}, "with -a, give the rate in M or g"},
-		{"send-bw", []string{"--rate_limit", "0.0001", "--rate_units", "M"}, "packet pacing takes 1 to"},
+		{"send-bw", []string{"--rate_limit", "1", "--rate_units", "k"}, "use M (MiB/s), g (Gb/s) or p (messages per second)"},
+		{"send-bw", []string{"--rate_limit", "1", "--rate_units", "p", "-a"}, "with -a, give the rate in M (MiB/s) or g (Gb/s)"},
+		{"send-bw", []string{"--rate_limit", "0.00005", "--rate_units", "M"}, "--rate_limit 5e-05 --rate_units M is 0 kbit/s: packet pacing takes 1 to"},
 	}
 	for _, c := range cases {
 		t.Run(c.command+" "+strings.Join(c.args, " "), func(t *testing.T) {
@@ -344,11 +344,12 @@ func TestRateLimit(t *testing.T) {
 		want string // an error containing it; "" none
 	}{
 		{nil, 0, ""},
-		{[]string{"--rate_limit", "50", "--rate_units", "M"}, 50_000, ""},
+		{[]string{"--rate_limit", "50", "--rate_units", "M"}, 419_430, ""}, // 50 MiB/s: 50 × 2^20 × 8 / 1000 = 419430.4 kbit/s
 		{[]string{"--rate_limit", "0.5"}, 500_000, ""},
+		{[]string{"--rate_limit", "0.1", "--rate_units", "g"}, 100_000, ""},
 		{[]string{"--rate_limit", "1000", "--rate_units", "p", "-s", "1000"}, 8_000, ""},
 		{[]string{"--rate_limit", "2"}, 2_000_000, "outside dev's pacing range, 100 to 1000000 kbit/s"},
-		{[]string{"--rate_limit", "50", "--rate_units", "M", "-c", "UD"}, 50_000, "dev paces [RC UC] QPs, not UD"},
+		{[]string{"--rate_limit", "50", "--rate_units", "M", "-c", "UD"}, 419_430, "dev paces [RC UC] QPs, not UD"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -367,6 +368,44 @@ func TestRateLimit(t *testing.T) {
 				t.Errorf("checkRate: %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestRateMbps: --rate_units as perftest reads them, in Mb/s (10^6
+// bits per second), hand-computed: M is MiB/s (2^20 bytes per second),
+// g Gb/s (fractions too), p messages of -s bytes per second.
+func TestRateMbps(t *testing.T) {
+	for _, c := range []struct {
+		limit float64
+		units string
+		size  int
+		mbps  float64
+		err   string
+	}{
+		{10, "M", 1024, 83.88608, ""},    // 10 × 1048576 × 8 / 10^6
+		{10240, "p", 1024, 83.88608, ""}, // the same rate: 10 MiB/s of 1024-byte messages is 10240 per second
+		{1, "M", 64, 8.388608, ""},
+		{100, "M", 1514, 838.8608, ""},
+		{0.1, "g", 64, 100, ""},
+		{0.01, "g", 64, 10, ""},
+		{2, "g", 64, 2000, ""},
+		{1000, "p", 125, 1, ""},
+		{1, "m", 64, 0, "--rate_units m: use M (MiB/s), g (Gb/s) or p (frames per second), as perftest's"},
+		{1, "G", 64, 0, "--rate_units G: use M"},
+	} {
+		got, err := rateMbps(c.limit, c.units, c.size, "frames")
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%g %s: %v, want an error with %q", c.limit, c.units, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.mbps {
+			t.Errorf("%g %s at %d bytes: %v Mb/s (%v), want %v", c.limit, c.units, c.size, got, err, c.mbps)
+		}
+	}
+	if got, want := rateText(83.88608, 10, "M"), "83.88608 Mb/s (--rate_limit 10 --rate_units M: MiB/s)"; got != want {
+		t.Errorf("rateText %q, want %q", got, want)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -25,7 +26,7 @@ type rateOptions struct {
 
 func (r *rateOptions) registerRate(fs *pflag.FlagSet, t session.Test) {
 	fs.Float64Var(&r.rateLimit, "rate_limit", 0, "pace each sending QP to this rate (--rate_units), through the device's packet pacing; 0: as fast as the queue allows")
-	fs.StringVar(&r.rateUnits, "rate_units", "g", "--rate_limit's unit: M (Mb/s), g (Gb/s) or p (messages per second)")
+	fs.StringVar(&r.rateUnits, "rate_units", "g", rateUnitsHelp("messages"))
 	fs.StringVar(&r.rateType, "rate_limit_type", "PP", "PP: the QP's packet pacing (rperf has no SW or HW limiter on these tests)")
 	if t.Family() != session.Bandwidth {
 		for _, name := range []string{"rate_limit", "rate_units", "rate_limit_type"} {
@@ -56,27 +57,20 @@ func (o *options) validateRate() error {
 	default:
 		return cli.Usagef("--rate_limit_type %s: use PP (the QP's packet pacing)", r.rateType)
 	}
-	var mbps float64
-	switch r.rateUnits {
-	case "M":
-		mbps = r.rateLimit
-	case "g":
-		mbps = r.rateLimit * 1000
-	case "p":
-		if o.all {
-			return cli.Usagef("--rate_units p counts messages of one size: with -a, give the rate in M or g")
-		}
-		size := o.test.DefaultSize()
-		if len(o.sizes) > 0 {
-			size = o.sizes[0]
-		}
-		mbps = r.rateLimit * float64(size) * 8 / 1e6
-	default:
-		return cli.Usagef("--rate_units %s: use M (Mb/s), g (Gb/s) or p (messages per second)", r.rateUnits)
+	if r.rateUnits == "p" && o.all {
+		return cli.Usagef("--rate_units p counts messages of one size: with -a, give the rate in M (MiB/s) or g (Gb/s)")
+	}
+	size := o.test.DefaultSize()
+	if len(o.sizes) > 0 {
+		size = o.sizes[0]
+	}
+	mbps, err := rateMbps(r.rateLimit, r.rateUnits, size, "messages")
+	if err != nil {
+		return err
 	}
 	kbps := math.Round(mbps * 1000)
 	if kbps < 1 || kbps > math.MaxUint32 {
-		return cli.Usagef("--rate_limit %g%s is %g kbit/s: packet pacing takes 1 to %d kbit/s", r.rateLimit, r.rateUnits, kbps, uint32(math.MaxUint32))
+		return cli.Usagef("--rate_limit %g --rate_units %s is %g kbit/s: packet pacing takes 1 to %d kbit/s", r.rateLimit, r.rateUnits, kbps, uint32(math.MaxUint32))
 	}
 	r.rateKbps = uint32(kbps)
 	return nil
@@ -96,4 +90,31 @@ func (o *options) checkRate(pc verbsio.PacingCaps, dev string) error {
 		return cli.Usagef("--rate_limit: %d kbit/s is outside %s's pacing range, %d to %d kbit/s", o.rateKbps, dev, pc.RateLimitMinKbps, pc.RateLimitMaxKbps)
 	}
 	return nil
+}
+
+// rateUnitsHelp is --rate_units' help; what is what --rate_units p counts.
+func rateUnitsHelp(what string) string {
+	return "--rate_limit's unit, as perftest's: M (MiB/s, 2^20 bytes per second), g (Gb/s, 10^9 bits per second; fractions allowed, e.g. 0.1) or p (" + what + " per second)"
+}
+
+// rateMbps turns --rate_limit's rate in --rate_units into Mb/s (10^6
+// bits per second): perftest's M is MiB/s (10 M = 83.88608 Mb/s), g
+// Gb/s and p messages (what) of size bytes per second.
+func rateMbps(limit float64, units string, size int, what string) (float64, error) {
+	switch units {
+	case "M":
+		return limit * 8 * 1048576 / 1e6, nil // bytes to bits, then one division: 10 M is 83.88608 exactly
+	case "g":
+		return limit * 1000, nil
+	case "p":
+		return limit * float64(size) * 8 / 1e6, nil
+	}
+	return 0, cli.Usagef("--rate_units %s: use M (MiB/s), g (Gb/s) or p (%s per second), as perftest's", units, what)
+}
+
+// rateText names a rate both ways: in Mb/s (10^6 bits per second) and
+// as given, e.g. "83.886 Mb/s (--rate_limit 10 --rate_units M: MiB/s)".
+func rateText(mbps, limit float64, units string) string {
+	unit := map[string]string{"M": "MiB/s", "g": "Gb/s", "p": "per second"}[units]
+	return fmt.Sprintf("%s Mb/s (--rate_limit %g --rate_units %s: %s)", strconv.FormatFloat(mbps, 'f', -1, 64), limit, units, unit)
 }

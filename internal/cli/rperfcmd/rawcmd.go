@@ -48,10 +48,18 @@ type rawOptions struct {
 	warmup      int
 	srcMAC      string
 	dstMAC      string
-	srcIP       string
-	dstIP       string
-	srcPort     int
-	dstPort     int
+	clientIP    string // -j/--source_ip: the client's IP, on both sides (perftest)
+	serverIP    string // -J/--dest_ip: the server's IP, on both sides
+	clientPort  int    // -k/--source_port: the client's port, on both sides
+	serverPort  int    // -K/--dest_port: the server's port, on both sides
+	localIP     string // --local_ip: this side's IP (perftest's newer spelling)
+	remoteIP    string // --remote_ip: the peer's IP
+	localPort   int    // --local_port: this side's port
+	remotePort  int    // --remote_port: the peer's port
+	srcIP       string // resolved (resolveAddrs): this side's IP, "" for the netdev's
+	dstIP       string // resolved: the peer's IP (--raw_mcast: the group)
+	srcPort     int    // resolved: this side's port
+	dstPort     int    // resolved: the peer's port
 	server      bool
 	client      bool
 	tcp         bool
@@ -118,16 +126,20 @@ func newRawCommand(t session.Test) *cobra.Command {
 		Long: fmt.Sprintf(`Raw Ethernet %[1]s: whole frames (Ethernet, IPv4 or IPv6, UDP or TCP)
 on a RAW_PACKET QP, perftest's %[2]s. As in perftest there is no
 out-of-band connection: each side is told its role (--server/-Z or
---client/-P), its own addresses (-B, -j, -k) and the peer's (-E, -J, -K)
-on the command line, and the server must be started first. The server
-steers frames to its MAC and port to its QP with a flow rule. -B and -j
-default to the device's netdev's addresses; -s is the whole frame
-without the FCS (64 bytes up to the MTU). The built-in engine's
-raw_<netdev> devices need CAP_NET_RAW.
+--client/-P) and the addresses on the command line, and the server must
+be started first. As in perftest, -B is this side's MAC and -E the
+peer's, while -j/-k are the client's IP and port and -J/-K the server's
+on both sides (both sides take the same -j, -J, -k, -K); perftest's
+--local_*/--remote_* give this side's and the peer's instead. The
+server steers the client's frames to its QP with a flow rule on its
+MAC, the two IPs and ports (and --tos, --flow_label when given). -B and
+this side's IP default to the netdev's; -s is the whole frame without
+the FCS (64 bytes up to the MTU). The built-in engine's raw_<netdev>
+devices need CAP_NET_RAW.
 
-Examples:
-  rperf %[3]s -d raw_eth0 -Z -E 02:00:00:00:00:02 -J 10.0.0.2
-  rperf %[3]s -d raw_eth0 -P -E 02:00:00:00:00:01 -J 10.0.0.1 -s 64 -n 100000`, what, t.Name(), t.Command()),
+Examples (server 10.0.0.1, 02:00:00:00:00:01; client 10.0.0.2, 02:00:00:00:00:02):
+  rperf %[3]s -d raw_eth0 -Z -E 02:00:00:00:00:02 -J 10.0.0.1 -j 10.0.0.2
+  rperf %[3]s -d raw_eth0 -P -E 02:00:00:00:00:01 -J 10.0.0.1 -j 10.0.0.2 -s 64 -n 100000`, what, t.Name(), t.Command()),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
@@ -156,22 +168,11 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	fs.IntVar(&o.warmup, "warmup", 0, "unmeasured frames or round trips before each size")
 	fs.StringVarP(&o.srcMAC, "source_mac", "B", "", "this side's MAC address (default: the netdev's)")
 	fs.StringVarP(&o.dstMAC, "dest_mac", "E", "", "the peer's MAC address (required)")
-	fs.StringVarP(&o.srcIP, "source_ip", "j", "", "this side's IP address (default: the netdev's)")
-	fs.StringVarP(&o.dstIP, "dest_ip", "J", "", "the peer's IP address (required)")
-	fs.IntVarP(&o.srcPort, "source_port", "k", DefaultRawPort, "this side's UDP or TCP port")
-	fs.IntVarP(&o.dstPort, "dest_port", "K", DefaultRawPort, "the peer's UDP or TCP port")
-	// perftest's newer spellings, which mean what rperf's -B/-E/-j/-J/-k/-K
-	// mean: this side's addresses and the peer's.
-	fs.StringVar(&o.srcMAC, "local_mac", "", "the same as -B (perftest's newer spelling)")
-	fs.StringVar(&o.dstMAC, "remote_mac", "", "the same as -E (perftest's newer spelling)")
-	fs.StringVar(&o.srcIP, "local_ip", "", "the same as -j (perftest's newer spelling)")
-	fs.StringVar(&o.dstIP, "remote_ip", "", "the same as -J (perftest's newer spelling)")
-	fs.IntVar(&o.srcPort, "local_port", DefaultRawPort, "the same as -k (perftest's newer spelling)")
-	fs.IntVar(&o.dstPort, "remote_port", DefaultRawPort, "the same as -K (perftest's newer spelling)")
+	registerIPPortFlags(fs, o, "")
 	fs.BoolVarP(&o.server, "server", "Z", false, "the server side: receives (raw-bw) or answers pings (raw-lat)")
 	fs.BoolVarP(&o.client, "client", "P", false, "the client side: sends and measures")
 	fs.BoolVar(&o.tcp, "tcp", false, "TCP headers instead of UDP")
-	fs.IntVar(&o.flows, "flows", 1, "flows the client sends: ports -k+i and -K+i for flow i")
+	fs.IntVar(&o.flows, "flows", 1, "flows the client sends: client port -k+i to server port -K+i for flow i")
 	fs.IntVar(&o.flowsBurst, "flows_burst", 1, "frames to one flow before the next")
 	fs.IntVarP(&o.tos, "tos", "T", 0, "IPv4 type of service (IPv6: traffic class), 0 to 255")
 	fs.IntVar(&o.tclass, "tclass", 0, "IPv6 traffic class, 0 to 255 (with --raw_ipv6; --tos sets the same field)")
@@ -207,7 +208,7 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 		fs.BoolVar(&o.gbits, "report_gbits", false, "report bandwidth in Gb/s (10^9 bits) instead of MiB/s")
 	}
 	if t == session.RawBW {
-		fs.BoolVar(&o.mcast, "raw_mcast", false, "send to the IPv4 multicast group -J at its MAC (no -E); the server takes the group's frames")
+		fs.BoolVar(&o.mcast, "raw_mcast", false, "send to the IPv4 multicast group -J (the server's IP, on both sides) at its MAC (no -E); the server takes the group's frames")
 		fs.BoolVarP(&o.macFwd, "mac_fwd", "v", false, "the server sends every frame it receives back out, MAC addresses swapped")
 		registerCQMod(fs, &o.cqMod)
 	}
@@ -219,30 +220,102 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 	if t != session.RawLat {
 		def := map[bool]string{true: "SW", false: "PP"}[t == session.RawBurstLat]
 		fs.Float64Var(&o.rateLimit, "rate_limit", 0, "pace the client's frames to this rate (--rate_units); 0: as fast as the queue allows")
-		fs.StringVar(&o.rateUnits, "rate_units", "g", "--rate_limit's unit: M (Mb/s), g (Gb/s) or p (frames per second)")
+		fs.StringVar(&o.rateUnits, "rate_units", "g", rateUnitsHelp("frames"))
 		fs.StringVar(&o.rateType, "rate_limit_type", def, "SW: bursts spaced in software (raw-burst-lat); PP: the QP's packet pacing (rate_limit)")
 		fs.IntVar(&o.typicalPkt, "typical_pkt_size", 0, "with PP: the typical frame size the pacing is set for (default -s)")
 	}
 }
 
-// rawAddrFlags pairs each address flag with perftest's newer spelling of
-// it (--local_*/--remote_*), which sets the same value.
-var rawAddrFlags = []struct{ short, old, new string }{
-	{"-B", "source_mac", "local_mac"}, {"-E", "dest_mac", "remote_mac"},
-	{"-j", "source_ip", "local_ip"}, {"-J", "dest_ip", "remote_ip"},
-	{"-k", "source_port", "local_port"}, {"-K", "dest_port", "remote_port"},
+// registerIPPortFlags adds perftest's raw IP and port flags. As in
+// perftest, -j/-J and -k/-K are the client's and the server's IP and
+// port on both sides (perftest's client_ip/server_ip, client_port/
+// server_port), so both sides are given the same four; its newer
+// --local_*/--remote_* spellings are this side's and the peer's. -B/-E
+// (--local_mac/--remote_mac) are this side's MAC and the peer's.
+func registerIPPortFlags(fs *pflag.FlagSet, o *rawOptions, lead string) {
+	fs.StringVarP(&o.clientIP, "source_ip", "j", "", lead+"the client's IP address, on both sides, as in perftest (a client's default: its netdev's)")
+	fs.StringVarP(&o.serverIP, "dest_ip", "J", "", lead+"the server's IP address, on both sides, as in perftest (a server's default: its netdev's)")
+	fs.IntVarP(&o.clientPort, "source_port", "k", DefaultRawPort, lead+"the client's UDP or TCP port, on both sides, as in perftest")
+	fs.IntVarP(&o.serverPort, "dest_port", "K", DefaultRawPort, lead+"the server's UDP or TCP port, on both sides, as in perftest")
+	fs.StringVar(&o.srcMAC, "local_mac", "", lead+"the same as -B (perftest's newer spelling)")
+	fs.StringVar(&o.dstMAC, "remote_mac", "", lead+"the same as -E (perftest's newer spelling)")
+	fs.StringVar(&o.localIP, "local_ip", "", lead+"this side's IP address: -j on a client, -J on a server (perftest's newer spelling)")
+	fs.StringVar(&o.remoteIP, "remote_ip", "", lead+"the peer's IP address: -J on a client, -j on a server (perftest's newer spelling)")
+	fs.IntVar(&o.localPort, "local_port", DefaultRawPort, lead+"this side's port: -k on a client, -K on a server (perftest's newer spelling)")
+	fs.IntVar(&o.remotePort, "remote_port", DefaultRawPort, lead+"the peer's port: -K on a client, -k on a server (perftest's newer spelling)")
 }
 
-// addrFlag is how errors name the address flag short (-B, -E, -j, -J, -k
-// or -K): as the user gave it, --local_* or --remote_* when that spelling
-// was used.
-func (o *rawOptions) addrFlag(short string) string {
+// rawAddrFlags pairs each of perftest's address flags with its newer
+// spelling (--local_*/--remote_*); perftest refuses a mix of the two.
+var rawAddrFlags = []struct{ old, new string }{
+	{"source_mac", "local_mac"}, {"dest_mac", "remote_mac"},
+	{"source_ip", "local_ip"}, {"dest_ip", "remote_ip"},
+	{"source_port", "local_port"}, {"dest_port", "remote_port"},
+}
+
+// newSpelling reports whether the addresses were given as
+// --local_*/--remote_*.
+func (o *rawOptions) newSpelling() bool {
 	for _, f := range rawAddrFlags {
-		if f.short == short && o.fs.Changed(f.new) {
-			return "--" + f.new
+		if o.fs.Lookup(f.new) != nil && o.fs.Changed(f.new) {
+			return true
 		}
 	}
-	return short
+	return false
+}
+
+// macFlag, ipFlag and portFlag name the flag that gives this side's
+// (peer false) or the peer's (peer true) address, as the user spelled
+// it: -j/-k give the client's, -J/-K the server's.
+func (o *rawOptions) macFlag(peer bool) string {
+	switch {
+	case o.newSpelling():
+		return map[bool]string{false: "--local_mac", true: "--remote_mac"}[peer]
+	case peer:
+		return "-E"
+	}
+	return "-B"
+}
+
+func (o *rawOptions) ipFlag(peer bool) string {
+	switch {
+	case o.newSpelling():
+		return map[bool]string{false: "--local_ip", true: "--remote_ip"}[peer]
+	case o.server == peer:
+		return "-j"
+	}
+	return "-J"
+}
+
+func (o *rawOptions) portFlag(peer bool) string {
+	switch {
+	case o.newSpelling():
+		return map[bool]string{false: "--local_port", true: "--remote_port"}[peer]
+	case o.server == peer:
+		return "-k"
+	}
+	return "-K"
+}
+
+// resolveAddrs turns the IP and port flags into this side's and the
+// peer's (srcIP, dstIP, srcPort, dstPort) for the side's role.
+func (o *rawOptions) resolveAddrs() {
+	switch {
+	case o.newSpelling():
+		o.srcIP, o.dstIP, o.srcPort, o.dstPort = o.localIP, o.remoteIP, o.localPort, o.remotePort
+	case o.server:
+		o.srcIP, o.dstIP, o.srcPort, o.dstPort = o.serverIP, o.clientIP, o.serverPort, o.clientPort
+	default:
+		o.srcIP, o.dstIP, o.srcPort, o.dstPort = o.clientIP, o.serverIP, o.clientPort, o.serverPort
+	}
+}
+
+// group is --raw_mcast's group: the server's IP on both sides.
+func (o *rawOptions) group() string {
+	if o.server {
+		return o.srcIP
+	}
+	return o.dstIP
 }
 
 // validate checks the flags' spelling and roles before any device opens.
@@ -250,9 +323,9 @@ func (o *rawOptions) validate() error {
 	var oldF, newF string
 	for _, f := range rawAddrFlags {
 		if oldF == "" && o.fs.Changed(f.old) {
-			oldF = f.short
+			oldF = flagLead(o.fs.Lookup(f.old))
 		}
-		if newF == "" && o.fs.Changed(f.new) {
+		if newF == "" && o.fs.Lookup(f.new) != nil && o.fs.Changed(f.new) {
 			newF = "--" + f.new
 		}
 	}
@@ -264,22 +337,30 @@ func (o *rawOptions) validate() error {
 		return cli.Usagef("-d: give the raw device, e.g. -d raw_eth0 (the built-in engine's raw device over eth0)")
 	case o.server == o.client:
 		return cli.Usagef("give the side's role: --server (-Z) or --client (-P), exactly one")
+	}
+	o.resolveAddrs()
+	peerIP := map[bool]string{true: "the client's IP address (-j/--source_ip, perftest's client IP on both sides", false: "the server's IP address (-J/--dest_ip, perftest's server IP on both sides"}[o.server]
+	switch {
 	case o.mcast && o.dstMAC != "":
-		return cli.Usagef("--raw_mcast sends to the group's MAC, derived from %s: drop %s", o.addrFlag("-J"), o.addrFlag("-E"))
+		return cli.Usagef("--raw_mcast sends to the group's MAC, derived from %s: drop %s", o.ipFlag(!o.server), o.macFlag(true))
 	case o.mcast && o.ipv6:
 		return cli.Usagef("--raw_mcast sends to an IPv4 group: drop --raw_ipv6")
+	case o.mcast && o.group() == "":
+		return cli.Usagef("%s: give the multicast group (--raw_mcast sends to it; the same on both sides)", o.ipFlag(!o.server))
 	case o.dstMAC == "" && !o.mcast:
-		return cli.Usagef("-E: give the peer's MAC address (--dest_mac or --remote_mac): raw frames carry it")
-	case o.dstIP == "":
-		return cli.Usagef("-J: give the peer's IP address (--dest_ip or --remote_ip): raw frames carry it")
+		return cli.Usagef("%s: give the peer's MAC address (-E/--dest_mac or --remote_mac): raw frames carry it", o.macFlag(true))
+	case o.dstIP == "" && !o.mcast && o.newSpelling():
+		return cli.Usagef("--remote_ip: give the peer's IP address: raw frames carry it and the server's rule matches it")
+	case o.dstIP == "" && !o.mcast:
+		return cli.Usagef("%s: give %s; or --remote_ip): raw frames carry it and the server's rule matches it", o.ipFlag(true), peerIP)
 	case o.timeout <= 0:
 		return cli.Usagef("--timeout %v: must be positive, e.g. 30s", o.timeout)
 	case o.all && o.fs.Changed("size"):
 		return cli.Usagef("-a and -s conflict: -a runs every size from 64 bytes to the MTU; drop one of them")
 	case o.srcPort < 1 || o.srcPort > 65535:
-		return cli.Usagef("%s %d: not a UDP or TCP port (1 to 65535)", o.addrFlag("-k"), o.srcPort)
+		return cli.Usagef("%s %d: not a UDP or TCP port (1 to 65535)", o.portFlag(false), o.srcPort)
 	case o.dstPort < 1 || o.dstPort > 65535:
-		return cli.Usagef("%s %d: not a UDP or TCP port (1 to 65535)", o.addrFlag("-K"), o.dstPort)
+		return cli.Usagef("%s %d: not a UDP or TCP port (1 to 65535)", o.portFlag(true), o.dstPort)
 	case o.tos < 0 || o.tos > 255:
 		return cli.Usagef("--tos %d: a type of service is 0 to 255", o.tos)
 	case o.hopLimit < 1 || o.hopLimit > 255:
@@ -329,18 +410,18 @@ func (o *rawOptions) validate() error {
 		return cli.Usagef("--json - and --hgrm - both want stdout; send one of them to a file")
 	}
 	if o.mcast {
-		if ip, err := netip.ParseAddr(o.dstIP); err == nil && (!ip.Is4() || !ip.IsMulticast()) {
-			return cli.Usagef("--raw_mcast: %s %s is not an IPv4 multicast group; give one in 224.0.0.0/4 (e.g. 239.1.1.1), the same on both sides", o.addrFlag("-J"), o.dstIP)
+		if ip, err := netip.ParseAddr(o.group()); err == nil && (!ip.Is4() || !ip.IsMulticast()) {
+			return cli.Usagef("--raw_mcast: %s %s is not an IPv4 multicast group; give one in 224.0.0.0/4 (e.g. 239.1.1.1), the same on both sides", o.ipFlag(!o.server), o.group())
 		}
-	} else if _, err := parseMAC(o.addrFlag("-E"), o.dstMAC); err != nil {
+	} else if _, err := parseMAC(o.macFlag(true), o.dstMAC); err != nil {
 		return err
 	}
 	if o.srcMAC != "" {
-		if _, err := parseMAC(o.addrFlag("-B"), o.srcMAC); err != nil {
+		if _, err := parseMAC(o.macFlag(false), o.srcMAC); err != nil {
 			return err
 		}
 	}
-	for _, a := range []struct{ flag, v string }{{o.addrFlag("-J"), o.dstIP}, {o.addrFlag("-j"), o.srcIP}} {
+	for _, a := range []struct{ flag, v string }{{o.ipFlag(true), o.dstIP}, {o.ipFlag(false), o.srcIP}} {
 		if a.v == "" {
 			continue
 		}
@@ -398,13 +479,14 @@ func (o *rawOptions) validatePath() error {
 	return nil
 }
 
-// parseRate turns --rate_limit and --rate_units into Mb/s of frames.
+// parseRate turns --rate_limit and --rate_units into Mb/s (10^6 bits per
+// second) of frames.
 func (o *rawOptions) parseRate() error {
 	switch {
 	case o.rateLimit < 0:
 		return cli.Usagef("--rate_limit %g: a rate cannot be negative", o.rateLimit)
 	case math.IsNaN(o.rateLimit) || math.IsInf(o.rateLimit, 0):
-		return cli.Usagef("--rate_limit %g: give a number, e.g. --rate_limit 100 --rate_units M", o.rateLimit)
+		return cli.Usagef("--rate_limit %g: give a number, e.g. --rate_limit 0.1 (Gb/s)", o.rateLimit)
 	case o.rateType != "SW" && o.rateType != "PP":
 		return cli.Usagef("--rate_limit_type %s: use SW (software spacing) or PP (packet pacing); rperf has no HW static rate on raw QPs", o.rateType)
 	case o.rateType == "PP" && o.rateLimit == 0 && o.fs.Changed("rate_limit_type"):
@@ -419,19 +501,14 @@ func (o *rawOptions) parseRate() error {
 	case o.typicalPkt < 0 || o.typicalPkt > raw.MaxFrame:
 		return cli.Usagef("--typical_pkt_size %d: a frame size is 0 to %d", o.typicalPkt, raw.MaxFrame)
 	}
-	switch o.rateUnits {
-	case "M":
-		o.mbps = o.rateLimit
-	case "g":
-		o.mbps = o.rateLimit * 1000
-	case "p":
-		o.mbps = o.rateLimit * float64(o.size*8) / 1e6
-	default:
-		return cli.Usagef("--rate_units %s: use M (Mb/s), g (Gb/s) or p (frames per second)", o.rateUnits)
+	mbps, err := rateMbps(o.rateLimit, o.rateUnits, o.size, "frames")
+	if err != nil {
+		return err
 	}
+	o.mbps = mbps
 	if o.mbps*1000 > math.MaxUint32 {
 		// A QP's rate limit is a 32-bit kbit/s count (ibv_qp_attr.rate_limit).
-		return cli.Usagef("--rate_limit %g%s: above %d Gb/s, the most a QP's rate limit (kbit/s, 32 bits) holds; rdiag info shows the device's packet_pacing range", o.rateLimit, o.rateUnits, uint64(math.MaxUint32)/1e6)
+		return cli.Usagef("--rate_limit %g --rate_units %s: above %d Gb/s, the most a QP's rate limit (kbit/s, 32 bits) holds; rdiag info shows the device's packet_pacing range", o.rateLimit, o.rateUnits, uint64(math.MaxUint32)/1e6)
 	}
 	return nil
 }
@@ -469,7 +546,11 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 	}
 	f := &c.Frame
 	f.DstIP, _ = netip.ParseAddr(o.dstIP)
+	srcIP := o.srcIP
 	if o.mcast {
+		// The group is the server's IP on both sides (a multicast
+		// server's own IP: it sends nothing).
+		f.DstIP, _ = netip.ParseAddr(o.group())
 		c.Multicast, f.DstMAC = true, raw.MulticastMAC(f.DstIP)
 	} else {
 		f.DstMAC, _ = parseMAC("-E", o.dstMAC)
@@ -490,10 +571,10 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 		f.EtherType, _ = parseEtherType(o.etherType)
 	}
 	var ifc *net.Interface
-	if o.srcMAC == "" || o.srcIP == "" {
+	if o.srcMAC == "" || srcIP == "" {
 		var err error
 		if netdev == "" {
-			return c, cli.Usagef("-d %s has no netdev to take this side's addresses from; give -B and -j", o.device)
+			return c, cli.Usagef("-d %s has no netdev to take this side's addresses from; give %s and %s", o.device, o.macFlag(false), o.ipFlag(false))
 		}
 		if ifc, err = net.InterfaceByName(netdev); err != nil {
 			return c, fmt.Errorf("-d %s: netdev %s: %w", o.device, netdev, err)
@@ -504,10 +585,10 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 	} else {
 		copy(f.SrcMAC[:], ifc.HardwareAddr)
 	}
-	if o.srcIP != "" {
-		f.SrcIP, _ = netip.ParseAddr(o.srcIP)
+	if srcIP != "" {
+		f.SrcIP, _ = netip.ParseAddr(srcIP)
 	} else {
-		ip, err := netdevAddr(ifc, o.ipv6)
+		ip, err := netdevAddr(ifc, o.ipv6, o.ipFlag(false))
 		if err != nil {
 			return c, err
 		}
@@ -517,7 +598,8 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 }
 
 // netdevAddr is ifc's first global address of the family asked for.
-func netdevAddr(ifc *net.Interface, v6 bool) (netip.Addr, error) {
+// flag is the flag that gives this side's IP instead.
+func netdevAddr(ifc *net.Interface, v6 bool, flag string) (netip.Addr, error) {
 	addrs, err := ifc.Addrs()
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("netdev %s: %w", ifc.Name, err)
@@ -532,7 +614,7 @@ func netdevAddr(ifc *net.Interface, v6 bool) (netip.Addr, error) {
 		}
 	}
 	fam := map[bool]string{true: "IPv6", false: "IPv4"}[v6]
-	return netip.Addr{}, cli.Usagef("-j: netdev %s has no %s address to send from; give -j", ifc.Name, fam)
+	return netip.Addr{}, cli.Usagef("%s: netdev %s has no %s address to send from; give %s", flag, ifc.Name, fam, flag)
 }
 
 // usage spells the first problem of a Check as the command's flags.
@@ -619,6 +701,9 @@ func (o *rawOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	if o.rawIO != "" {
 		env.Extra["raw_io"] = o.rawIO
+	}
+	if c.RateMbps > 0 {
+		env.Extra["rate_limit_mbps"] = strconv.FormatFloat(c.RateMbps, 'f', -1, 64) // 10^6 bits per second
 	}
 	out := stdout
 	if o.jsonPath == "-" || o.hgrmPath == "-" {
@@ -820,13 +905,13 @@ func (p *rawPrinter) ready(in raw.Info) {
 			burst = o.txDepth
 		}
 		if o.mbps > 0 {
-			rate = fmt.Sprintf("%g Mb/s (%s)", o.mbps, map[string]string{"SW": "bursts spaced in software", "PP": "the QP's packet pacing"}[o.rateType])
+			rate = rateText(o.mbps, o.rateLimit, o.rateUnits) + ", " + map[string]string{"SW": "bursts spaced in software", "PP": "the QP's packet pacing"}[o.rateType]
 		}
 		p.pair("Burst size", strconv.Itoa(burst), "Rate limit", rate)
 		p.printf(" Latency: a pong's arrival less the post of the frame that asked for it (every %d frames), halved\n", o.replyEvery)
 	}
 	if o.test == session.RawBW && !o.server && o.mbps > 0 {
-		p.one("Rate limit", fmt.Sprintf("%g Mb/s (the QP's packet pacing)", o.mbps))
+		p.one("Rate limit", rateText(o.mbps, o.rateLimit, o.rateUnits)+", the QP's packet pacing")
 	}
 	if o.macFwd {
 		p.printf(" Forwarding: every frame received goes back out, MAC addresses swapped\n")
@@ -948,14 +1033,15 @@ func writeRawStamps(w io.Writer, device string, c map[string]uint64) error {
 // newFSRateCommand is rperf fs-rate, perftest's raw_ethernet_fs_rate:
 // the flow-steering rule insertion rate of a raw device, on one side.
 func newFSRateCommand() *cobra.Command {
-	o := &rawOptions{test: session.FSRate}
+	o := &rawOptions{test: session.FSRate, server: true} // perftest's fs_rate runs as a server
 	cmd := &cobra.Command{
 		Use:   "fs-rate",
 		Short: "flow-steering rule insertion rate of a raw device (perftest's raw_ethernet_fs_rate)",
 		Long: `Flow-steering rule insertion rate (perftest's raw_ethernet_fs_rate): create
 -n rules on one RAW_PACKET QP, each steering this side's MAC (-B, default
-the netdev's) and a UDP destination port of its own (-k, -k+1, ...; TCP
-with --tcp), timing every creation, then destroy them all. Prints the
+the netdev's) and a UDP destination port of its own (-K, -K+1, ...: the
+server's port, as perftest's fs_rate runs as a server; TCP with --tcp),
+timing every creation, then destroy them all. Prints the
 creation times as a latency table (one-sided), and the rules created
 and destroyed per second. No frame is sent and no peer is needed.
 
@@ -974,7 +1060,9 @@ Examples:
 	fs.IntVarP(&o.iters, "iters", "n", session.FSRate.DefaultIterations(), "rules to create")
 	fs.IntVar(&o.warmup, "warmup", 0, "rules created and destroyed first, unmeasured")
 	fs.StringVarP(&o.srcMAC, "source_mac", "B", "", "the MAC address the rules steer (default: the netdev's)")
-	fs.IntVarP(&o.srcPort, "source_port", "k", DefaultRawPort, "the first rule's destination port")
+	fs.IntVarP(&o.srcPort, "dest_port", "K", DefaultRawPort, "the first rule's destination port (the server's port, as in perftest)")
+	fs.IntVar(&o.srcPort, "local_port", DefaultRawPort, "the same as -K (perftest's newer spelling: fs_rate is a server)")
+	fs.IntVarP(&o.clientPort, "source_port", "k", DefaultRawPort, "the client's port: the rules steer the server's, give -K")
 	fs.BoolVar(&o.tcp, "tcp", false, "TCP port rules instead of UDP")
 	fs.StringVar(&o.percentiles, "percentiles", "", "percentiles of the creation times (default 50,90,99,99.9,99.99)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as an rperf/v1 JSON document to FILE (- for stdout)")
@@ -987,8 +1075,12 @@ func (o *rawOptions) runFSRate(ctx context.Context, stdout, stderr io.Writer) er
 		return cli.Usagef("-d: give the raw device, e.g. -d raw_eth0 (the built-in engine's raw device over eth0)")
 	case o.iters < session.MinIterations:
 		return cli.Usagef("-n %d: at least %d rules", o.iters, session.MinIterations)
+	case o.fs.Changed("source_port"):
+		return cli.Usagef("-k is the client's port (perftest's client_port); the rules steer the server's destination port: give it as -K (--dest_port or --local_port)")
+	case o.fs.Changed("dest_port") && o.fs.Changed("local_port"):
+		return cli.Usagef("-K and --local_port: give the first rule's port once")
 	case o.srcPort < 1 || o.srcPort+o.iters > 0x10000:
-		return cli.Usagef("-k %d with -n %d: the rules' ports must stay within 1 to 65535; use a smaller -k or -n", o.srcPort, o.iters)
+		return cli.Usagef("%s %d with -n %d: the rules' ports must stay within 1 to 65535; use a smaller port or -n", o.portFlag(false), o.srcPort, o.iters)
 	case o.warmup < 0:
 		return cli.Usagef("--warmup %d: cannot be negative", o.warmup)
 	}

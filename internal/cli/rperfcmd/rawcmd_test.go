@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,7 +48,12 @@ func TestRawFlags(t *testing.T) {
 		{"raw-bw", []string{"-d", "raw_x", "-E", mac, "-J", "10.0.0.2"}, "--server (-Z) or --client (-P), exactly one"},
 		{"raw-bw", append(base, "-Z"), "--server (-Z) or --client (-P), exactly one"},
 		{"raw-bw", []string{"-d", "raw_x", "-P", "-J", "10.0.0.2"}, "-E: give the peer's MAC address"},
-		{"raw-bw", []string{"-d", "raw_x", "-P", "-E", mac}, "-J: give the peer's IP address"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "-E", mac}, "-J: give the server's IP address (-J/--dest_ip, perftest's server IP on both sides; or --remote_ip)"},
+		{"raw-bw", []string{"-d", "raw_x", "-Z", "-E", mac, "-J", "10.0.0.1"}, "-j: give the client's IP address (-j/--source_ip, perftest's client IP on both sides; or --remote_ip)"},
+		{"raw-bw", []string{"-d", "raw_x", "-Z", "--remote_mac", mac, "--local_ip", "10.0.0.1"}, "--remote_ip: give the peer's IP address"},
+		{"raw-bw", []string{"-d", "raw_x", "-Z", "-E", mac, "-J", "10.0.0.1", "-j", "10.0.0.2", "-K", "0"}, "-K 0: not a UDP or TCP port"},
+		{"raw-bw", []string{"-d", "raw_x", "-Z", "-E", mac, "-J", "10.0.0.1", "-j", "10.0.0.300"}, "-j 10.0.0.300: not an IP address"},
+		{"raw-bw", []string{"-d", "raw_x", "-Z", "-E", mac, "-j", "10.0.0.2", "-J", "fd00::1"}, "-J fd00::1: an IPv6 address"},
 		{"raw-bw", []string{"-d", "raw_x", "-P", "-E", "02:00:00:00:02", "-J", "10.0.0.2"}, "-E 02:00:00:00:02: not a MAC address; write it as XX:XX:XX:XX:XX:XX"},
 		{"raw-bw", append(base, "-B", "zz:00:00:00:00:01"), "-B zz:00:00:00:00:01: not a MAC address"},
 		{"raw-bw", []string{"-d", "raw_x", "-P", "-E", mac, "-J", "10.0.0.300"}, "-J 10.0.0.300: not an IP address; write it as X.X.X.X"},
@@ -87,21 +92,21 @@ func TestRawFlags(t *testing.T) {
 		{"raw-bw", append(base, "--json", "/nonexistent/dir/x.json"), "--json /nonexistent/dir/x.json: cannot create the file"},
 		{"raw-bw", base, "raw_nosuch0"},
 		{"raw-lat", append(base, "-a", "-s", "128"), "-a and -s conflict"},
-		{"raw-burst-lat", append(base, "--rate_limit", "1", "--rate_units", "k"), "--rate_units k: use M (Mb/s), g (Gb/s) or p (frames per second)"},
+		{"raw-burst-lat", append(base, "--rate_limit", "1", "--rate_units", "k"), "--rate_units k: use M (MiB/s), g (Gb/s) or p (frames per second), as perftest's"},
 		{"raw-burst-lat", append(base, "--rate_limit", "1", "--rate_limit_type", "HW"), "--rate_limit_type HW: use SW (software spacing) or PP"},
 		{"raw-burst-lat", append(base, "--rate_limit_type", "PP"), "--rate_limit_type PP paces at --rate_limit: give it"},
 		{"raw-burst-lat", append(base, "--rate_limit", "-1"), "--rate_limit -1: a rate cannot be negative"},
 		{"raw-bw", append(base, "--rate_limit", "NaN"), "--rate_limit NaN: give a number"},
 		{"raw-burst-lat", append(base, "--rate_limit", "Inf"), "--rate_limit +Inf: give a number"},
-		{"raw-bw", append(base, "--rate_limit", "1e300"), "--rate_limit 1e+300g: above 4294 Gb/s"},
-		{"raw-burst-lat", append(base, "--rate_limit", "5000", "--rate_units", "g"), "--rate_limit 5000g: above 4294 Gb/s"},
+		{"raw-bw", append(base, "--rate_limit", "1e300"), "--rate_limit 1e+300 --rate_units g: above 4294 Gb/s"},
+		{"raw-burst-lat", append(base, "--rate_limit", "5000", "--rate_units", "g"), "--rate_limit 5000 --rate_units g: above 4294 Gb/s"},
 		{"raw-bw", append(base, "--burst_size", "4"), "unknown flag: --burst_size"},
 		{"raw-bw", append(base, "--rate_limit", "1", "--rate_limit_type", "SW"), "--rate_limit_type SW: raw-bw paces through the QP only (PP)"},
 		{"raw-lat", append(base, "--rate_limit", "1"), "unknown flag: --rate_limit"},
 		{"raw-bw", append(base, "--tclass", "4"), "--tclass is the IPv6 traffic class: add --raw_ipv6, or use --tos for IPv4"},
 		{"raw-bw", []string{"-d", "raw_x", "-P", "-E", mac, "-J", "fd00::2", "--raw_ipv6", "--tclass", "4", "--tos", "4"}, "--tclass and --tos set the same field"},
 		{"raw-bw", append(base, "--sniffer"), "--sniffer and --promiscuous choose the server's rule: add --server (-Z)"},
-		{"raw-bw", []string{"-d", "raw_x", "-Z", "-E", mac, "-J", "10.0.0.2", "--sniffer", "--promiscuous"}, "give one of them"},
+		{"raw-bw", []string{"-d", "raw_x", "-Z", "-E", mac, "-J", "10.0.0.1", "-j", "10.0.0.2", "--sniffer", "--promiscuous"}, "give one of them"},
 		{"raw-bw", append(base, "--typical_pkt_size", "1000", "--rate_limit_type", "PP", "--rate_limit", "1", "--typical_pkt_size", "99999"), "--typical_pkt_size 99999: a frame size is 0 to 9600"},
 		{"raw-burst-lat", append(base, "--typical_pkt_size", "1000", "--rate_limit", "1"), "--typical_pkt_size sets the packet pacing: add --rate_limit_type PP"},
 		{"raw-bw", append(base, "--typical_pkt_size", "1000"), "--rate_units and --typical_pkt_size set how --rate_limit paces: give --rate_limit too"},
@@ -109,7 +114,9 @@ func TestRawFlags(t *testing.T) {
 		{"raw-bw", append(base, "--raw_mcast"), "--raw_mcast sends to the group's MAC, derived from -J: drop -E"},
 		{"raw-bw", []string{"-d", "raw_x", "-P", "-J", "10.0.0.2", "--raw_mcast"}, "--raw_mcast: -J 10.0.0.2 is not an IPv4 multicast group; give one in 224.0.0.0/4"},
 		{"raw-bw", []string{"-d", "raw_x", "-P", "-J", "ff02::1", "--raw_ipv6", "--raw_mcast"}, "--raw_mcast sends to an IPv4 group: drop --raw_ipv6"},
-		{"raw-bw", []string{"-d", "raw_x", "-P", "--raw_mcast"}, "-J: give the peer's IP address"},
+		{"raw-bw", []string{"-d", "raw_x", "-P", "--raw_mcast"}, "-J: give the multicast group"},
+		{"raw-bw", []string{"-d", "raw_x", "-Z", "-j", "10.0.0.2", "--raw_mcast"}, "-J: give the multicast group"},
+		{"raw-bw", []string{"-d", "raw_x", "-Z", "-J", "10.0.0.1", "--raw_mcast"}, "--raw_mcast: -J 10.0.0.1 is not an IPv4 multicast group"},
 		{"raw-lat", []string{"-d", "raw_x", "-P", "-J", "239.1.1.1", "--raw_mcast"}, "unknown flag: --raw_mcast"},
 		{"raw-bw", []string{"-d", "raw_nosuch0", "-P", "-J", "239.1.1.1", "--raw_mcast"}, "raw_nosuch0"},
 		{"raw-lat", append(base, "--path", "burst"), "raw-lat sends one frame at a time: use raw-bw --path burst, or --path generic or inline"},
@@ -124,7 +131,7 @@ func TestRawFlags(t *testing.T) {
 		{"raw-burst-lat", append(base, "--path", "tso"), "raw-burst-lat's bursts are of single frames: use raw-bw --tso, or --path generic, burst or inline"},
 		{"raw-burst-lat", append(base, "--tso", "1000"), "unknown flag: --tso"},
 		{"raw-bw", append(base, "--hgrm", "x.hgrm"), "unknown flag: --hgrm"},
-		{"raw-lat", []string{"-d", "raw_x", "-Z", "-E", mac, "-J", "10.0.0.2", "--hgrm", "x.hgrm"}, "the server measures none: give --hgrm to the client (-P)"},
+		{"raw-lat", []string{"-d", "raw_x", "-Z", "-E", mac, "-J", "10.0.0.1", "-j", "10.0.0.2", "--hgrm", "x.hgrm"}, "the server measures none: give --hgrm to the client (-P)"},
 		{"raw-burst-lat", append(base, "--hgrm", "-", "--json", "-"), "--json - and --hgrm - both want stdout"},
 		// -Q as the connected bandwidth tests take and word it
 		{"raw-bw", append(base, "-Q", "0"), "-Q 0: CQ moderation must be between 1 and 1024"},
@@ -196,7 +203,10 @@ func (s *rawSides) run(t *testing.T, cmd string, server, client []string) (srvOu
 		var out string
 		err := p.B.Run(func() error {
 			var err error
-			args := append([]string{cmd, "-d", "raw_" + p.B.Link, "-Z", "-E", s.ma, "-J", p.A.Addr4.Addr().String(), "--json", srvJSON, "--timeout", "5s"}, server...)
+			// perftest's reading: -J is the server's IP and -j the
+			// client's on both sides.
+			args := append([]string{cmd, "-d", "raw_" + p.B.Link, "-Z", "-E", s.ma, "-J", p.B.Addr4.Addr().String(), "-j", p.A.Addr4.Addr().String(),
+				"--json", srvJSON, "--timeout", "5s"}, server...)
 			out, _, err = runRaw(ctx, args...)
 			return err
 		})
@@ -217,7 +227,7 @@ func (s *rawSides) run(t *testing.T, cmd string, server, client []string) (srvOu
 	var cout string
 	err := p.A.Run(func() error {
 		var err error
-		args := append([]string{cmd, "-d", "raw_" + p.A.Link, "-P", "-E", s.mb, "-J", p.B.Addr4.Addr().String(), "--timeout", "5s"}, client...)
+		args := append([]string{cmd, "-d", "raw_" + p.A.Link, "-P", "-E", s.mb, "-J", p.B.Addr4.Addr().String(), "-j", p.A.Addr4.Addr().String(), "--timeout", "5s"}, client...)
 		cout, _, err = runRaw(ctx, args...)
 		return err
 	})
@@ -311,7 +321,7 @@ func TestRawIOFlag(t *testing.T) {
 func TestRawBWPacedCommand(t *testing.T) {
 	s := newRawSides(t)
 	_, cli := s.run(t, "raw-bw", []string{"-n", "400", "-r", "4096", "-s", "1514"},
-		[]string{"-n", "400", "-s", "1514", "--rate_limit", "10", "--rate_units", "M"})
+		[]string{"-n", "400", "-s", "1514", "--rate_limit", "0.01"}) // 10 Mb/s in perftest's default unit, Gb/s
 	m := regexp.MustCompile(`pacing: requested 10 Mb/s, achieved ([0-9.]+) Mb/s \(([-+][0-9.]+)%\)`).FindStringSubmatch(cli)
 	if m == nil {
 		t.Fatalf("no pacing line:\n%s", cli)
@@ -330,7 +340,9 @@ func TestRawBWPacedCommand(t *testing.T) {
 
 func TestRawLatCommand(t *testing.T) {
 	s := newRawSides(t)
-	srv, cli := s.run(t, "raw-lat", []string{"-n", "200", "--tcp", "-k", "7001", "-K", "7002", "-a"},
+	// perftest's reading: both sides take the same -k (the client's
+	// port) and -K (the server's).
+	srv, cli := s.run(t, "raw-lat", []string{"-n", "200", "--tcp", "-k", "7002", "-K", "7001", "-a"},
 		[]string{"-n", "200", "--tcp", "-k", "7002", "-K", "7001", "--completion-timestamps", "--json", "-", "-a"})
 	if !strings.Contains(srv, "Answering pings: nothing to measure on this side") {
 		t.Errorf("server output:\n%s", srv)
@@ -376,7 +388,9 @@ func TestFSRateCommand(t *testing.T) {
 	}{
 		{[]string{"fs-rate"}, "-d: give the raw device"},
 		{[]string{"fs-rate", "-d", "raw_x", "-n", "2"}, "-n 2: at least 5 rules"},
-		{[]string{"fs-rate", "-d", "raw_x", "-k", "65000", "-n", "1000"}, "must stay within 1 to 65535"},
+		{[]string{"fs-rate", "-d", "raw_x", "-K", "65000", "-n", "1000"}, "-K 65000 with -n 1000: the rules' ports must stay within 1 to 65535"},
+		{[]string{"fs-rate", "-d", "raw_x", "--local_port", "65000", "-n", "1000"}, "--local_port 65000 with -n 1000: the rules' ports must stay within 1 to 65535"},
+		{[]string{"fs-rate", "-d", "raw_x", "-k", "5000"}, "-k is the client's port (perftest's client_port); the rules steer the server's destination port: give it as -K"},
 		{[]string{"fs-rate", "-d", "raw_x", "-B", "nope"}, "-B nope: not a MAC address"},
 	} {
 		if _, _, err := runRaw(context.Background(), c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -629,13 +643,18 @@ func TestRawPathsTableMedian(t *testing.T) {
 }
 
 // rawConfigOf is the test configuration a raw command's flags give (its
-// client, with the addresses given so that no netdev is read).
+// client unless args has -Z, with the addresses given so that no netdev
+// is read).
 func rawConfigOf(t *testing.T, test session.Test, args ...string) raw.Config {
 	t.Helper()
 	o := &rawOptions{test: test}
 	fs := pflag.NewFlagSet(test.Command(), pflag.ContinueOnError)
 	o.register(fs)
-	if err := fs.Parse(append([]string{"-d", "raw_x", "-P"}, args...)); err != nil {
+	role := "-P"
+	if slices.Contains(args, "-Z") {
+		role = "-Z"
+	}
+	if err := fs.Parse(append([]string{"-d", "raw_x", role}, args...)); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.validate(); err != nil {
@@ -670,7 +689,7 @@ func TestRawFrameFlags(t *testing.T) {
 		}},
 		{session.RawBW, append(v4, "--flows", "4", "--flows_burst", "3"), func(c raw.Config) bool { return c.Flows == 4 && c.FlowsBurst == 3 }},
 		{session.RawBW, append(v4, "--rate_limit", "100", "--rate_units", "M", "--typical_pkt_size", "1000"), func(c raw.Config) bool {
-			return c.RateMbps == 100 && c.HWPacing && c.TypicalPktSize == 1000
+			return c.RateMbps == 838.8608 && c.HWPacing && c.TypicalPktSize == 1000 // 100 MiB/s
 		}},
 		{session.RawBurstLat, append(v4, "--rate_limit", "2", "--burst_size", "16", "--reply_every", "4"), func(c raw.Config) bool {
 			return c.RateMbps == 2000 && !c.HWPacing && c.BurstSize == 16 && c.ReplyEvery == 4
@@ -684,17 +703,47 @@ func TestRawFrameFlags(t *testing.T) {
 	}
 }
 
-// TestRawAddrSpellings: perftest's --local_*/--remote_* flags set what
-// -B/-E/-j/-J/-k/-K set (this side's addresses and the peer's).
+// TestRawAddrSpellings: as in perftest, -j/-k are the client's IP and
+// port and -J/-K the server's on both sides, while -B/-E and the
+// --local_*/--remote_* spellings are this side's and the peer's; each
+// side's frames go from its own addresses to the peer's.
 func TestRawAddrSpellings(t *testing.T) {
-	frame := func(args ...string) raw.FrameSpec {
-		t.Helper()
-		return rawConfigOf(t, session.RawBW, args...).Frame
+	const (
+		srvMAC, cliMAC = "02:00:00:00:00:01", "02:00:00:00:00:02"
+		srvIP, cliIP   = "10.0.0.1", "10.0.0.2"
+	)
+	perftest := []string{"-J", srvIP, "-j", cliIP, "-K", "6000", "-k", "5000"} // the same on both sides
+	for _, tc := range []struct {
+		name             string
+		args             []string
+		srcIP, dstIP     string
+		srcPort, dstPort uint16
+	}{
+		{"client -j/-J/-k/-K", append([]string{"-P", "-B", cliMAC, "-E", srvMAC}, perftest...), cliIP, srvIP, 5000, 6000},
+		{"server -j/-J/-k/-K", append([]string{"-Z", "-B", srvMAC, "-E", cliMAC}, perftest...), srvIP, cliIP, 6000, 5000},
+		{"client --local_*/--remote_*", []string{"-P", "--local_mac", cliMAC, "--remote_mac", srvMAC, "--local_ip", cliIP, "--remote_ip", srvIP,
+			"--local_port", "5000", "--remote_port", "6000"}, cliIP, srvIP, 5000, 6000},
+		{"server --local_*/--remote_*", []string{"-Z", "--local_mac", srvMAC, "--remote_mac", cliMAC, "--local_ip", srvIP, "--remote_ip", cliIP,
+			"--local_port", "6000", "--remote_port", "5000"}, srvIP, cliIP, 6000, 5000},
+		{"server, default ports", []string{"-Z", "-B", srvMAC, "-E", cliMAC, "-J", srvIP, "-j", cliIP}, srvIP, cliIP, DefaultRawPort, DefaultRawPort},
+	} {
+		f := rawConfigOf(t, session.RawBW, tc.args...).Frame
+		srcMAC, dstMAC := cliMAC, srvMAC
+		if slices.Contains(tc.args, "-Z") {
+			srcMAC, dstMAC = srvMAC, cliMAC
+		}
+		if f.SrcIP.String() != tc.srcIP || f.DstIP.String() != tc.dstIP || f.SrcPort != tc.srcPort || f.DstPort != tc.dstPort ||
+			net.HardwareAddr(f.SrcMAC[:]).String() != srcMAC || net.HardwareAddr(f.DstMAC[:]).String() != dstMAC {
+			t.Errorf("%s: frames from %v %s:%d to %v %s:%d, want from %s %s:%d to %s %s:%d", tc.name,
+				net.HardwareAddr(f.SrcMAC[:]), f.SrcIP, f.SrcPort, net.HardwareAddr(f.DstMAC[:]), f.DstIP, f.DstPort,
+				srcMAC, tc.srcIP, tc.srcPort, dstMAC, tc.dstIP, tc.dstPort)
+		}
 	}
-	short := frame("-B", "02:00:00:00:00:01", "-E", "02:00:00:00:00:02", "-j", "10.0.0.1", "-J", "10.0.0.2", "-k", "5000", "-K", "6000")
-	long := frame("--local_mac", "02:00:00:00:00:01", "--remote_mac", "02:00:00:00:00:02", "--local_ip", "10.0.0.1", "--remote_ip", "10.0.0.2",
-		"--local_port", "5000", "--remote_port", "6000")
-	if short.Addresses != long.Addresses || short.SrcPort != 5000 || short.DstIP != netip.MustParseAddr("10.0.0.2") {
-		t.Errorf("-B/-E/-j/-J/-k/-K gave %+v, --local_*/--remote_* %+v", short.Addresses, long.Addresses)
+	// --raw_mcast: the group is -J, the server's IP, on both sides.
+	for _, role := range []string{"-P", "-Z"} {
+		args := []string{role, "-B", srvMAC, "-J", "239.1.1.1", "-j", cliIP, "--raw_mcast"}
+		if c := rawConfigOf(t, session.RawBW, args...); !c.Multicast || c.Frame.DstIP.String() != "239.1.1.1" || c.Frame.DstMAC != raw.MulticastMAC(c.Frame.DstIP) {
+			t.Errorf("%v: multicast %v to %v %s", args, c.Multicast, net.HardwareAddr(c.Frame.DstMAC[:]), c.Frame.DstIP)
+		}
 	}
 }

@@ -47,10 +47,7 @@ func (r *rawPathsOptions) registerRaw(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.client, "client", "P", false, "raw devices: the client side, which sends on each path and on a plain packet socket")
 	fs.StringVarP(&o.srcMAC, "source_mac", "B", "", "raw devices: this side's MAC address (default: the netdev's)")
 	fs.StringVarP(&o.dstMAC, "dest_mac", "E", "", "raw devices: the peer's MAC address")
-	fs.StringVarP(&o.srcIP, "source_ip", "j", "", "raw devices: this side's IP address (default: the netdev's)")
-	fs.StringVarP(&o.dstIP, "dest_ip", "J", "", "raw devices: the peer's IP address")
-	fs.IntVarP(&o.srcPort, "source_port", "k", DefaultRawPort, "raw devices: this side's UDP or TCP port")
-	fs.IntVarP(&o.dstPort, "dest_port", "K", DefaultRawPort, "raw devices: the peer's UDP or TCP port")
+	registerIPPortFlags(fs, o, "raw devices: ")
 	fs.BoolVar(&o.tcp, "tcp", false, "raw devices: TCP headers instead of UDP")
 }
 
@@ -73,7 +70,7 @@ func (c *pathsCmd) validateRaw(args []string) error {
 	o, ro := c.o, c.raw.ro
 	switch {
 	case len(args) > 0:
-		return cli.Usagef("rperf paths on a raw device takes no host: give the peer's addresses with -E and -J, and the side with -Z or -P")
+		return cli.Usagef("rperf paths on a raw device takes no host: give the peer's MAC with -E, the client's and server's IPs with -j and -J, and the side with -Z or -P")
 	case o.loopback || o.loopbackServer:
 		return cli.Usagef("--loopback: rperf paths on a raw device runs two sides over a link; start the server (-Z) and the client (-P) in their namespaces")
 	case o.changed("test") || c.testName != session.SendBW.Command():
