@@ -95,10 +95,11 @@ client sends -n frames of -s bytes on generic, burst, inline and tso
 plain AF_PACKET socket (the reference, afpacket), interleaved over
 --reps, and prints each path's frame rate and its ratio to the
 reference; the server, started first, counts every frame. As raw-bw,
-both sides get the peer's addresses on the command line (-E, -J; -B,
--j, -k, -K, --tcp):
-  rperf paths -d raw_eth0 -Z -E <client MAC> -J <client IP>
-  rperf paths -d raw_eth0 -P -E <server MAC> -J <server IP>`)
+both sides get the addresses on the command line: -E the peer's MAC (-B
+this side's), and, as in perftest, -j/-k the client's IP and port and
+-J/-K the server's on both sides (or --local_*/--remote_*), --tcp:
+  rperf paths -d raw_eth0 -Z -E <client MAC> -J <server IP> -j <client IP>
+  rperf paths -d raw_eth0 -P -E <server MAC> -J <server IP> -j <client IP>`)
 }
 
 func dmLatCommand() (*pathsCmd, *cobra.Command) {

@@ -189,6 +189,16 @@ func newRawSides(t *testing.T) *rawSides {
 // there). The whole run is bounded by a minute.
 func (s *rawSides) run(t *testing.T, cmd string, server, client []string) (srvOut, cliOut string) {
 	t.Helper()
+	// perftest's reading: -J is the server's IP and -j the client's on
+	// both sides.
+	ips := []string{"-J", s.pair.B.Addr4.Addr().String(), "-j", s.pair.A.Addr4.Addr().String()}
+	return s.runAddrs(t, cmd, append([]string{"-E", s.ma}, ips...), append([]string{"-E", s.mb}, ips...), server, client)
+}
+
+// runAddrs is run with the server's and the client's address flags
+// given.
+func (s *rawSides) runAddrs(t *testing.T, cmd string, srvAddrs, cliAddrs, server, client []string) (srvOut, cliOut string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p := s.pair
@@ -203,10 +213,7 @@ func (s *rawSides) run(t *testing.T, cmd string, server, client []string) (srvOu
 		var out string
 		err := p.B.Run(func() error {
 			var err error
-			// perftest's reading: -J is the server's IP and -j the
-			// client's on both sides.
-			args := append([]string{cmd, "-d", "raw_" + p.B.Link, "-Z", "-E", s.ma, "-J", p.B.Addr4.Addr().String(), "-j", p.A.Addr4.Addr().String(),
-				"--json", srvJSON, "--timeout", "5s"}, server...)
+			args := append(append([]string{cmd, "-d", "raw_" + p.B.Link, "-Z", "--json", srvJSON, "--timeout", "5s"}, srvAddrs...), server...)
 			out, _, err = runRaw(ctx, args...)
 			return err
 		})
@@ -227,7 +234,7 @@ func (s *rawSides) run(t *testing.T, cmd string, server, client []string) (srvOu
 	var cout string
 	err := p.A.Run(func() error {
 		var err error
-		args := append([]string{cmd, "-d", "raw_" + p.A.Link, "-P", "-E", s.mb, "-J", p.B.Addr4.Addr().String(), "-j", p.A.Addr4.Addr().String(), "--timeout", "5s"}, client...)
+		args := append(append([]string{cmd, "-d", "raw_" + p.A.Link, "-P", "--timeout", "5s"}, cliAddrs...), client...)
 		cout, _, err = runRaw(ctx, args...)
 		return err
 	})
@@ -248,6 +255,45 @@ func decodeDoc(t *testing.T, data []byte) reports.Document {
 		t.Fatalf("%v: %s", err, data)
 	}
 	return d
+}
+
+// TestRawPerftestAddrFlags: a server and a client given perftest's
+// address flags as perftest's users write them exchange frames: the same
+// -j/-J/-k/-K on both sides (the client's and the server's IP and port),
+// or each side's --local_*/--remote_*; the server's rule matches the
+// IPs and both ports, two different ones here.
+func TestRawPerftestAddrFlags(t *testing.T) {
+	s := newRawSides(t)
+	srvIP, cliIP := s.pair.B.Addr4.Addr().String(), s.pair.A.Addr4.Addr().String()
+	same := []string{"-J", srvIP, "-j", cliIP, "-K", "6000", "-k", "5000"}
+	for _, tc := range []struct {
+		name               string
+		srvAddrs, cliAddrs []string
+	}{
+		{"-j/-J/-k/-K", append([]string{"-E", s.ma}, same...), append([]string{"-E", s.mb}, same...)},
+		{"--local_*/--remote_*",
+			[]string{"--remote_mac", s.ma, "--local_ip", srvIP, "--remote_ip", cliIP, "--local_port", "6000", "--remote_port", "5000"},
+			[]string{"--remote_mac", s.mb, "--local_ip", cliIP, "--remote_ip", srvIP, "--local_port", "5000", "--remote_port", "6000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, cli := s.runAddrs(t, "raw-lat", tc.srvAddrs, tc.cliAddrs, []string{"-n", "200"}, []string{"-n", "200"})
+			for _, want := range []string{
+				"Source          : " + s.ma + " " + cliIP + " port 5000",
+				"Destination     : " + s.mb + " " + srvIP + " port 6000",
+				" 64      200 "} {
+				if !strings.Contains(cli, want) {
+					t.Errorf("client output lacks %q:\n%s", want, cli)
+				}
+			}
+			for _, want := range []string{
+				"Source          : " + s.mb + " " + srvIP + " port 6000",
+				"Destination     : " + s.ma + " " + cliIP + " port 5000"} {
+				if !strings.Contains(srv, want) {
+					t.Errorf("server output lacks %q:\n%s", want, srv)
+				}
+			}
+		})
+	}
 }
 
 func TestRawBWCommand(t *testing.T) {
