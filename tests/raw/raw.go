@@ -570,7 +570,7 @@ type stallError struct {
 }
 
 func (e *stallError) Error() string {
-	return fmt.Sprintf("raw test: %s: nothing for %v (is the peer running, with this side's MAC, IP and port as its destination?)", e.what, e.limit)
+	return fmt.Sprintf("raw test: %s: nothing for %v (is the peer running, sending to this side's MAC, IP and port, and to a server from the client's IP and port the server was given?)", e.what, e.limit)
 }
 
 // poll polls up to n completions into r.wcs; when there are none it runs

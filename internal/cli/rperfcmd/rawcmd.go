@@ -57,7 +57,7 @@ type rawOptions struct {
 	localPort   int    // --local_port: this side's port
 	remotePort  int    // --remote_port: the peer's port
 	srcIP       string // resolved (resolveAddrs): this side's IP, "" for the netdev's
-	dstIP       string // resolved: the peer's IP (--raw_mcast: the group)
+	dstIP       string // resolved: the peer's IP (--raw_mcast: group() is the group)
 	srcPort     int    // resolved: this side's port
 	dstPort     int    // resolved: the peer's port
 	server      bool
