@@ -264,37 +264,19 @@ func (o *rawOptions) newSpelling() bool {
 	return false
 }
 
-// macFlag, ipFlag and portFlag name the flag that gives this side's
-// (peer false) or the peer's (peer true) address, as the user spelled
-// it: -j/-k give the client's, -J/-K the server's.
-func (o *rawOptions) macFlag(peer bool) string {
-	switch {
-	case o.newSpelling():
-		return map[bool]string{false: "--local_mac", true: "--remote_mac"}[peer]
-	case peer:
-		return "-E"
+// addrFlag names the flag that gives this side's (peer false) or the
+// peer's (peer true) address of kind "mac", "ip" or "port", as the user
+// spelled it: -B/-E are this side's MAC and the peer's, -j/-k the
+// client's IP and port, -J/-K the server's.
+func (o *rawOptions) addrFlag(kind string, peer bool) string {
+	if o.newSpelling() {
+		return map[bool]string{false: "--local_", true: "--remote_"}[peer] + kind
 	}
-	return "-B"
-}
-
-func (o *rawOptions) ipFlag(peer bool) string {
-	switch {
-	case o.newSpelling():
-		return map[bool]string{false: "--local_ip", true: "--remote_ip"}[peer]
-	case o.server == peer:
-		return "-j"
+	flags := map[string][2]string{"mac": {"-B", "-E"}, "ip": {"-j", "-J"}, "port": {"-k", "-K"}}[kind]
+	if kind == "mac" && !peer || kind != "mac" && o.server == peer {
+		return flags[0]
 	}
-	return "-J"
-}
-
-func (o *rawOptions) portFlag(peer bool) string {
-	switch {
-	case o.newSpelling():
-		return map[bool]string{false: "--local_port", true: "--remote_port"}[peer]
-	case o.server == peer:
-		return "-k"
-	}
-	return "-K"
+	return flags[1]
 }
 
 // resolveAddrs turns the IP and port flags into this side's and the
@@ -342,25 +324,25 @@ func (o *rawOptions) validate() error {
 	peerIP := map[bool]string{true: "the client's IP address (-j/--source_ip, perftest's client IP on both sides", false: "the server's IP address (-J/--dest_ip, perftest's server IP on both sides"}[o.server]
 	switch {
 	case o.mcast && o.dstMAC != "":
-		return cli.Usagef("--raw_mcast sends to the group's MAC, derived from %s: drop %s", o.ipFlag(!o.server), o.macFlag(true))
+		return cli.Usagef("--raw_mcast sends to the group's MAC, derived from %s: drop %s", o.addrFlag("ip", !o.server), o.addrFlag("mac", true))
 	case o.mcast && o.ipv6:
 		return cli.Usagef("--raw_mcast sends to an IPv4 group: drop --raw_ipv6")
 	case o.mcast && o.group() == "":
-		return cli.Usagef("%s: give the multicast group (--raw_mcast sends to it; the same on both sides)", o.ipFlag(!o.server))
+		return cli.Usagef("%s: give the multicast group (--raw_mcast sends to it; the same on both sides)", o.addrFlag("ip", !o.server))
 	case o.dstMAC == "" && !o.mcast:
-		return cli.Usagef("%s: give the peer's MAC address (-E/--dest_mac or --remote_mac): raw frames carry it", o.macFlag(true))
+		return cli.Usagef("%s: give the peer's MAC address (-E/--dest_mac or --remote_mac): raw frames carry it", o.addrFlag("mac", true))
 	case o.dstIP == "" && !o.mcast && o.newSpelling():
 		return cli.Usagef("--remote_ip: give the peer's IP address: raw frames carry it and the server's rule matches it")
 	case o.dstIP == "" && !o.mcast:
-		return cli.Usagef("%s: give %s; or --remote_ip): raw frames carry it and the server's rule matches it", o.ipFlag(true), peerIP)
+		return cli.Usagef("%s: give %s; or --remote_ip): raw frames carry it and the server's rule matches it", o.addrFlag("ip", true), peerIP)
 	case o.timeout <= 0:
 		return cli.Usagef("--timeout %v: must be positive, e.g. 30s", o.timeout)
 	case o.all && o.fs.Changed("size"):
 		return cli.Usagef("-a and -s conflict: -a runs every size from 64 bytes to the MTU; drop one of them")
 	case o.srcPort < 1 || o.srcPort > 65535:
-		return cli.Usagef("%s %d: not a UDP or TCP port (1 to 65535)", o.portFlag(false), o.srcPort)
+		return cli.Usagef("%s %d: not a UDP or TCP port (1 to 65535)", o.addrFlag("port", false), o.srcPort)
 	case o.dstPort < 1 || o.dstPort > 65535:
-		return cli.Usagef("%s %d: not a UDP or TCP port (1 to 65535)", o.portFlag(true), o.dstPort)
+		return cli.Usagef("%s %d: not a UDP or TCP port (1 to 65535)", o.addrFlag("port", true), o.dstPort)
 	case o.tos < 0 || o.tos > 255:
 		return cli.Usagef("--tos %d: a type of service is 0 to 255", o.tos)
 	case o.hopLimit < 1 || o.hopLimit > 255:
@@ -411,17 +393,17 @@ func (o *rawOptions) validate() error {
 	}
 	if o.mcast {
 		if ip, err := netip.ParseAddr(o.group()); err == nil && (!ip.Is4() || !ip.IsMulticast()) {
-			return cli.Usagef("--raw_mcast: %s %s is not an IPv4 multicast group; give one in 224.0.0.0/4 (e.g. 239.1.1.1), the same on both sides", o.ipFlag(!o.server), o.group())
+			return cli.Usagef("--raw_mcast: %s %s is not an IPv4 multicast group; give one in 224.0.0.0/4 (e.g. 239.1.1.1), the same on both sides", o.addrFlag("ip", !o.server), o.group())
 		}
-	} else if _, err := parseMAC(o.macFlag(true), o.dstMAC); err != nil {
+	} else if _, err := parseMAC(o.addrFlag("mac", true), o.dstMAC); err != nil {
 		return err
 	}
 	if o.srcMAC != "" {
-		if _, err := parseMAC(o.macFlag(false), o.srcMAC); err != nil {
+		if _, err := parseMAC(o.addrFlag("mac", false), o.srcMAC); err != nil {
 			return err
 		}
 	}
-	for _, a := range []struct{ flag, v string }{{o.ipFlag(true), o.dstIP}, {o.ipFlag(false), o.srcIP}} {
+	for _, a := range []struct{ flag, v string }{{o.addrFlag("ip", true), o.dstIP}, {o.addrFlag("ip", false), o.srcIP}} {
 		if a.v == "" {
 			continue
 		}
@@ -574,7 +556,7 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 	if o.srcMAC == "" || srcIP == "" {
 		var err error
 		if netdev == "" {
-			return c, cli.Usagef("-d %s has no netdev to take this side's addresses from; give %s and %s", o.device, o.macFlag(false), o.ipFlag(false))
+			return c, cli.Usagef("-d %s has no netdev to take this side's addresses from; give %s and %s", o.device, o.addrFlag("mac", false), o.addrFlag("ip", false))
 		}
 		if ifc, err = net.InterfaceByName(netdev); err != nil {
 			return c, fmt.Errorf("-d %s: netdev %s: %w", o.device, netdev, err)
@@ -588,7 +570,7 @@ func (o *rawOptions) config(netdev string) (raw.Config, error) {
 	if srcIP != "" {
 		f.SrcIP, _ = netip.ParseAddr(srcIP)
 	} else {
-		ip, err := netdevAddr(ifc, o.ipv6, o.ipFlag(false))
+		ip, err := netdevAddr(ifc, o.ipv6, o.addrFlag("ip", false))
 		if err != nil {
 			return c, err
 		}
@@ -1080,7 +1062,7 @@ func (o *rawOptions) runFSRate(ctx context.Context, stdout, stderr io.Writer) er
 	case o.fs.Changed("dest_port") && o.fs.Changed("local_port"):
 		return cli.Usagef("-K and --local_port: give the first rule's port once")
 	case o.srcPort < 1 || o.srcPort+o.iters > 0x10000:
-		return cli.Usagef("%s %d with -n %d: the rules' ports must stay within 1 to 65535; use a smaller port or -n", o.portFlag(false), o.srcPort, o.iters)
+		return cli.Usagef("%s %d with -n %d: the rules' ports must stay within 1 to 65535; use a smaller port or -n", o.addrFlag("port", false), o.srcPort, o.iters)
 	case o.warmup < 0:
 		return cli.Usagef("--warmup %d: cannot be negative", o.warmup)
 	}
