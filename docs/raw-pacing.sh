@@ -8,7 +8,9 @@
 #
 # For each rate R (Mb/s) in RATES (default "10 100 1000"): a server
 # (rperf raw-bw -Z, 8192 receives posted) and a paced client (rperf raw-bw
-# -P --rate_limit R --rate_units M -s 1514), -n 1000, 10000, 50000 frames
+# -P --rate_limit R/1000 -s 1514: Gb/s, perftest's default unit; its M is
+# MiB/s), both given perftest's -J (the server's IP) and -j (the
+# client's), -n 1000, 10000, 50000 frames
 # for 10, 100, 1000 Mb/s (about 1.2 s, 1.2 s, 0.6 s), other rates 1.2 s
 # worth. It prints both sides' rates, the error against R and the frames
 # the server lost, and the client's line on its CPU waits when it gives
@@ -50,10 +52,11 @@ for R in $RATES; do
 	10) N=1000 ;; 100) N=10000 ;; 1000) N=50000 ;;
 	*) N=$((R * 100000 / 1211)) ;;
 	esac
-	timeout 60 ip netns exec $B "$RPERF" raw-bw -d raw_${B}0 -Z -E "$MACA" -J 10.253.0.1 -s 1514 -n $N -r 8192 --timeout 10s --json "$tmp/s.json" >"$tmp/s" 2>&1 &
+	G=$(awk -v r=$R 'BEGIN { print r / 1000 }')
+	timeout 60 ip netns exec $B "$RPERF" raw-bw -d raw_${B}0 -Z -E "$MACA" -J 10.253.0.2 -j 10.253.0.1 -s 1514 -n $N -r 8192 --timeout 10s --json "$tmp/s.json" >"$tmp/s" 2>&1 &
 	spid=$!
 	sleep 0.5
-	timeout 60 ip netns exec $A "$RPERF" raw-bw -d raw_${A}0 -P -E "$MACB" -J 10.253.0.2 -s 1514 -n $N --rate_limit $R --rate_units M --json "$tmp/c.json" >"$tmp/c" 2>&1 || { cat "$tmp/c"; }
+	timeout 60 ip netns exec $A "$RPERF" raw-bw -d raw_${A}0 -P -E "$MACB" -J 10.253.0.2 -j 10.253.0.1 -s 1514 -n $N --rate_limit $G --json "$tmp/c.json" >"$tmp/c" 2>&1 || { cat "$tmp/c"; }
 	wait $spid || { cat "$tmp/s"; }
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	c=$(gbps "$tmp/c.json")

@@ -64,11 +64,13 @@ func TestRawBWPacedProcesses(t *testing.T) {
 	var got []string
 	for run := 0; run < runs; run++ {
 		dir := t.TempDir()
-		sp := startCmd(t, netns.Command(pair.B.NS, rperfBin, "raw-bw", "-d", "raw_"+pair.B.Link, "-Z", "-E", macA, "-J", ipA,
+		// perftest's address flags: -J the server's IP and -j the
+		// client's, the same on both sides.
+		sp := startCmd(t, netns.Command(pair.B.NS, rperfBin, "raw-bw", "-d", "raw_"+pair.B.Link, "-Z", "-E", macA, "-J", ipB, "-j", ipA,
 			"-s", "1514", "-n", frames, "-r", "8192", "--timeout", "10s", "--json", filepath.Join(dir, "server.json")))
 		sp.waitLine(t, rawReady, 30*time.Second)
-		cli := runCmd(t, netns.Command(pair.A.NS, rperfBin, "raw-bw", "-d", "raw_"+pair.A.Link, "-P", "-E", macB, "-J", ipB,
-			"-s", "1514", "-n", frames, "--rate_limit", fmt.Sprint(mbps), "--rate_units", "M", "--json", filepath.Join(dir, "client.json")))
+		cli := runCmd(t, netns.Command(pair.A.NS, rperfBin, "raw-bw", "-d", "raw_"+pair.A.Link, "-P", "-E", macB, "-J", ipB, "-j", ipA,
+			"-s", "1514", "-n", frames, "--rate_limit", fmt.Sprint(mbps/1000), "--json", filepath.Join(dir, "client.json"))) // in Gb/s, perftest's default unit
 		code := sp.wait(t, 30*time.Second)
 		if cli.code != 0 || code != 0 {
 			t.Fatalf("client exit %d, stderr %s; server exit %d, stderr %s", cli.code, cli.stderr, code, sp.errb.String())
