@@ -44,6 +44,9 @@ func (s InterfaceStatus) String() string {
 const (
 	FamilyQPBurst = "qp_burst" // QPBurst: batched sends and receives
 	FamilyCQPoll  = "cq_poll"  // CQPoll: completion counting
+	// FamilyWriteTurn is WriteTurn: a write_lat turn in one call. It is
+	// rperf's own (no MLNX_OFED family); the ibverbs provider offers it.
+	FamilyWriteTurn = "write_turn"
 )
 
 // Query flags.
@@ -127,6 +130,26 @@ type CQPoll interface {
 	// PollLength consumes one receive completion and returns its byte
 	// length; 0, nil means empty.
 	PollLength() (uint32, error)
+	// Release gives the family back.
+	Release() error
+}
+
+// WriteTurn is the write ping-pong family, bound to one QP: one Turn waits
+// for the peer's marker byte in local memory, reads the clock, stores this
+// side's marker and posts, without returning to the caller in between. A
+// provider whose calls cross a costly boundary (the ibverbs provider's
+// cgo) offers it so that, as in perftest's write_lat loop, only the spin
+// lies between seeing the peer's RDMA WRITE land and posting the answer.
+// For one goroutine; it never allocates.
+type WriteTurn interface {
+	// Turn reads *wait until it equals want, at most spins times (wait
+	// nil: no wait), then reads the monotonic clock (CLOCK_MONOTONIC in
+	// ns: only differences between Turn's stamps mean something), stores
+	// mark at *markAt and posts wrs as QP.PostSend does. It returns the
+	// clock reading and true once it posted; 0, false and nil when the
+	// byte did not arrive within spins reads (nothing stored or posted).
+	// wrs must fit one post of the QP's send queue.
+	Turn(wait *byte, want byte, spins int, markAt *byte, mark byte, wrs []SendWR) (stamp int64, posted bool, err error)
 	// Release gives the family back.
 	Release() error
 }

@@ -54,6 +54,7 @@ import (
 	"github.com/rperf/rperf/reports"
 	"github.com/rperf/rperf/tests/internal/datacheck"
 	"github.com/rperf/rperf/tests/oob"
+	"github.com/rperf/rperf/tests/sendpath"
 	"github.com/rperf/rperf/tests/session"
 	"github.com/rperf/rperf/verbsio"
 )
@@ -379,6 +380,10 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 	}
 	waitPeer := s.NewWaiter(ctx, what, true)
 	waitOwn := s.NewWaiter(ctx, "the completion of "+sendWhat, false)
+	if turn := r.writeTurn(q); turn != nil {
+		defer turn.Release()
+		return r.turns(turn, total, starts, postOff, pollOff, waitPeer, waitOwn, sendWhat)
+	}
 	sm := r.newSampler(clock.Now())
 	tsm := r.stampsOf(sm)
 	if dur && s.Scripted() {
@@ -480,7 +485,6 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 				}
 				return sm.stats(0), nil
 			}
-			sm.stamp(now)
 			scnt++
 			if dmem {
 				if err := s.StoreByte(postOff, marker(scnt, dur)); err != nil {
@@ -492,6 +496,10 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 			if err := r.tx.Post(r.wr[:]); err != nil {
 				return stats{}, fmt.Errorf("post %s #%d: %w", sendWhat, scnt, err)
 			}
+			// The stamp was read before the post; it is recorded after
+			// it, so that the bookkeeping is not between the peer's
+			// message and the answer.
+			sm.stamp(now)
 			waitOwn.Index = scnt
 			wc, err := r.comp.Wait(waitOwn, sendWhat)
 			if err != nil {
@@ -503,6 +511,100 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 		}
 	}
 	return sm.stats(cfg.Iterations), nil
+}
+
+// writeTurn returns the device's write-turn family (verbsio.WriteTurn) on
+// q when this run can use it: write_lat in iterations mode, with buffers
+// in host memory, no data validation, and a send path that posts with
+// PostSend (generic or inline). Otherwise, or when the device has none,
+// it returns nil and pingPong runs its own loop.
+func (r *runner) writeTurn(q *session.QP) verbsio.WriteTurn {
+	cfg := r.cfg
+	if cfg.Test != Write || cfg.Duration > 0 || r.s.DM != nil || cfg.Validate ||
+		(cfg.Path != sendpath.Generic && cfg.Path != sendpath.Inline) {
+		return nil
+	}
+	return writeTurnOf(r.s, q)
+}
+
+// writeTurnOf asks the device for the write-turn family bound to q; nil
+// when it has none. Tests replace it to run the loop on the engine.
+var writeTurnOf = func(s *session.Session, q *session.QP) verbsio.WriteTurn {
+	f, st := s.Dev.QueryInterface(verbsio.InterfaceQuery{Family: verbsio.FamilyWriteTurn, Version: 1, Object: q.QP})
+	if st != verbsio.IntfOK {
+		return nil
+	}
+	t, _ := f.(verbsio.WriteTurn)
+	return t
+}
+
+// turns is pingPong's write_lat loop (iterations mode) through the
+// device's write-turn family: one Turn waits for the peer's marker, reads
+// the clock, stores this side's marker and posts, so that, as in
+// perftest's loop, only the spin lies between the peer's WRITE landing and
+// the answer's post; with the ibverbs provider that is one cgo crossing
+// per iteration, with nothing of Go's between the two. The samples are
+// the differences of the turns' clock reads, taken just before each post
+// as pingPong's are; the peer's wait is checked (context, stall, probe,
+// back-off) every CheckEvery spins, as Waiter.Spin does.
+func (r *runner) turns(turn verbsio.WriteTurn, total int64, starts bool, postOff, pollOff int, waitPeer, waitOwn *session.Waiter, sendWhat string) (stats, error) {
+	s := r.s
+	buf := s.Buf
+	sm := r.newSampler(clock.Now())
+	markAt := &buf[postOff]
+	var scnt, rcnt int64
+	for scnt < total {
+		wait, want := &buf[pollOff], byte(0)
+		if scnt == 0 && starts {
+			wait = nil
+		} else {
+			rcnt++
+			waitPeer.Index = rcnt
+			want = marker(rcnt, false)
+			waitPeer.Begin()
+		}
+		scnt++
+		for {
+			stamp, posted, err := turn.Turn(wait, want, session.CheckEvery, markAt, marker(scnt, false), r.wr[:])
+			if err != nil {
+				return stats{}, fmt.Errorf("post %s #%d: %w", sendWhat, scnt, err)
+			}
+			if posted {
+				sm.stamp(stamp)
+				break
+			}
+			if err := s.Drive(); err != nil {
+				return stats{}, err
+			}
+			if err := waitPeer.Check(); err != nil {
+				return stats{}, err
+			}
+		}
+		waitOwn.Index = scnt
+		if _, err := r.comp.Wait(waitOwn, sendWhat); err != nil {
+			return stats{}, err
+		}
+		if err := waitOwn.Tick(); err != nil {
+			return stats{}, err
+		}
+	}
+	// The side that started waits for the peer's last WRITE, which it
+	// does not answer.
+	if rcnt < total {
+		rcnt++
+		waitPeer.Index = rcnt
+		want := marker(rcnt, false)
+		waitPeer.Begin()
+		for session.LoadByte(buf, pollOff) != want {
+			if err := s.Drive(); err != nil {
+				return stats{}, err
+			}
+			if err := waitPeer.Spin(); err != nil {
+				return stats{}, err
+			}
+		}
+	}
+	return sm.stats(r.cfg.Iterations), nil
 }
 
 // sendStop ends a duration-mode ping-pong: the stop marker (write_lat) or
@@ -561,10 +663,10 @@ func (r *runner) oneSided(ctx context.Context, size int) (stats, error) {
 		if validate {
 			r.prepareOneSided(local, p)
 		}
-		sm.stamp(now)
 		if err := r.tx.Post(r.wr[:]); err != nil {
 			return stats{}, fmt.Errorf("post %s #%d: %w", what, p, err)
 		}
+		sm.stamp(now)
 		wait.Index = p
 		wc, err := r.comp.Wait(wait, what)
 		if err != nil {

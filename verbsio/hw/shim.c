@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "shim.h"
 
@@ -35,6 +36,28 @@ uint64_t rperf_post_send_poll(struct ibv_qp *qp, struct ibv_send_wr *wr, struct 
 		return post_result(ret, bad, wr, sizeof(*wr));
 	ret = ibv_poll_cq(cq, n, wc);
 	return ret > 0 ? (uint64_t)ret << 32 : 0;
+}
+
+uint64_t rperf_turn(const volatile uint8_t *wait, uint8_t want, uint64_t spins, uint8_t *mark_at, uint8_t mark,
+		    int64_t *stamp, struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct timespec ts;
+
+	if (wait != NULL) {
+		uint64_t i = 0;
+
+		while (*wait != want)
+			if (++i >= spins)
+				return RPERF_TURN_WAITING;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	*stamp = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	*mark_at = mark;
+	/* The marker is in memory before the request that carries it is posted. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	if (cq != NULL)
+		return rperf_post_send_poll(qp, wr, cq, n, wc);
+	return rperf_post_send(qp, wr);
 }
 
 uint64_t rperf_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr)

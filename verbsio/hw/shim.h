@@ -28,6 +28,20 @@ uint64_t rperf_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr);
 // counts as none: the next rperf_poll_cq reports it.
 uint64_t rperf_post_send_poll(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_cq *cq, int n, struct ibv_wc *wc);
 
+// RPERF_TURN_WAITING is rperf_turn's answer when the awaited byte did not
+// arrive within the spins it was given: nothing was stamped, stored or
+// posted.
+#define RPERF_TURN_WAITING UINT64_MAX
+
+// rperf_turn is one turn of a write_lat ping-pong in one crossing: it
+// reads *wait until it equals want, at most spins times (wait NULL: no
+// wait), then stores CLOCK_MONOTONIC in ns in *stamp, stores mark at
+// *mark_at and posts wr as rperf_post_send does, or, with cq non-NULL, as
+// rperf_post_send_poll does with n and wc. It returns what they return,
+// or RPERF_TURN_WAITING.
+uint64_t rperf_turn(const volatile uint8_t *wait, uint8_t want, uint64_t spins, uint8_t *mark_at, uint8_t mark,
+		    int64_t *stamp, struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_cq *cq, int n, struct ibv_wc *wc);
+
 // rperf_poll_cq polls up to n completions into wc; it returns their number
 // or a negative value on error.
 int rperf_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
