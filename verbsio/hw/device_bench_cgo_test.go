@@ -3,6 +3,7 @@
 package hw
 
 import (
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -38,7 +39,7 @@ func BenchmarkDeviceClock(b *testing.B) {
 
 // benchPair sets up a loopback RC pair on the device under test with a
 // registered buffer.
-func benchPair(b *testing.B) (cq *verbsio.CQ, a *verbsio.QP, mr *verbsio.MR) {
+func benchPair(b *testing.B) (ctx *verbsio.Context, cq *verbsio.CQ, a *verbsio.QP, mr *verbsio.MR) {
 	ctx, port := testDevice(b)
 	pd, err := ctx.AllocPD()
 	if err != nil {
@@ -55,11 +56,11 @@ func benchPair(b *testing.B) (cq *verbsio.CQ, a *verbsio.QP, mr *verbsio.MR) {
 	if mr, err = pd.RegMR(buf, verbsio.AccessLocalWrite|verbsio.AccessRemoteWrite|verbsio.AccessRemoteRead); err != nil {
 		b.Fatal(err)
 	}
-	return cq, a, mr
+	return ctx, cq, a, mr
 }
 
 func BenchmarkDevicePollEmpty(b *testing.B) {
-	cq, _, _ := benchPair(b)
+	_, cq, _, _ := benchPair(b)
 	for _, n := range []int{1, 16} {
 		b.Run("wcs="+strconv.Itoa(n), func(b *testing.B) {
 			wcs := make([]verbsio.WC, n)
@@ -76,7 +77,7 @@ func BenchmarkDevicePollEmpty(b *testing.B) {
 // and polls until its completion, as a latency iteration does; polls
 // reports the polls per completion.
 func BenchmarkDeviceWriteCompletion(b *testing.B) {
-	cq, a, mr := benchPair(b)
+	_, cq, a, mr := benchPair(b)
 	for _, inline := range []bool{false, true} {
 		b.Run("inline="+strconv.FormatBool(inline), func(b *testing.B) {
 			flags := verbsio.SendSignaled
@@ -90,6 +91,7 @@ func BenchmarkDeviceWriteCompletion(b *testing.B) {
 				Remote: verbsio.RemoteAddr{Addr: mr.Addr() + 8192, RKey: mr.RKey()}}}
 			wcs := make([]verbsio.WC, 1)
 			polls := 0
+			calls := runtime.NumCgoCall()
 			for b.Loop() {
 				if _, err := a.PostSend(wr); err != nil {
 					b.Fatal(err)
@@ -109,6 +111,47 @@ func BenchmarkDeviceWriteCompletion(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(polls)/float64(b.N), "polls/op")
+			b.ReportMetric(float64(runtime.NumCgoCall()-calls)/float64(b.N), "crossings/op")
 		})
 	}
+}
+
+// BenchmarkDeviceWriteTurn is a write_lat iteration through the
+// write_turn family: each turn waits for the marker the previous turn's
+// 2-byte RDMA WRITE put in the pair's other half of the buffer (there at
+// once, since rxe completes a WRITE while it is posted), stamps, stores
+// the next marker and posts; the completion comes out of the turn's
+// crossing. crossings/op counts runtime.NumCgoCall per iteration.
+func BenchmarkDeviceWriteTurn(b *testing.B) {
+	ctx, cq, a, mr := benchPair(b)
+	f, st := ctx.QueryInterface(verbsio.InterfaceQuery{Family: verbsio.FamilyWriteTurn, Version: 1, Object: a})
+	if st != verbsio.IntfOK {
+		b.Fatalf("write_turn: %s", st)
+	}
+	turn := f.(verbsio.WriteTurn)
+	defer turn.Release()
+	buf := mr.Buf()
+	wr := []verbsio.SendWR{{ID: 1, Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{mr.SGE(0, 2)},
+		Remote: verbsio.RemoteAddr{Addr: mr.Addr() + 8192, RKey: mr.RKey()}}}
+	wcs := make([]verbsio.WC, 1)
+	var mark byte
+	buf[1], buf[8193] = 0, 0
+	calls := runtime.NumCgoCall()
+	for b.Loop() {
+		want := mark
+		mark++
+		for {
+			_, posted, err := turn.Turn(&buf[8193], want, 1<<20, &buf[1], mark, wr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if posted {
+				break
+			}
+		}
+		if n, err := cq.Poll(wcs); err != nil || n != 1 || wcs[0].Status != verbsio.StatusSuccess {
+			b.Fatalf("Poll = %d, %v, %s", n, err, wcs[0].Status)
+		}
+	}
+	b.ReportMetric(float64(runtime.NumCgoCall()-calls)/float64(b.N), "crossings/op")
 }
