@@ -45,7 +45,8 @@ var metrics = []metric{
 // programs scale it by the same kernel calibration.
 const benchKernelArgs = "clocksource=tsc tsc=reliable"
 
-// benchArgs are the flags of both programs in the bench.
+// benchArgs are the flags of both programs in the bench; rperf also gets
+// the inline size perftest chose (see inlineSize).
 var benchArgs = map[string][]string{
 	"write-lat": {"-s", "2", "-n", "2000"},
 	"write-bw":  {"-s", "65536", "-n", "2000"},
@@ -68,12 +69,14 @@ func (c *config) runBench(ctx context.Context, env *matrix.Env, logf func(string
 	}
 	for rep := 1; rep <= reps; rep++ {
 		for _, test := range []string{"write-lat", "write-bw"} {
+			inline := -1 // the inline size perftest chose in this round
 			for _, prog := range []string{"perftest", "rperf"} {
 				var argv []string
 				if prog == "perftest" {
 					argv = append([]string{"/usr/bin/ib_" + strings.ReplaceAll(test, "-", "_"), "-d", "rxe0", "-F"}, benchArgs[test]...)
 				} else {
 					argv = append([]string{env.VMRperf, test, "-d", "rxe0", "--timeout", "60s"}, benchArgs[test]...)
+					argv = append(argv, "-I", strconv.Itoa(inline))
 				}
 				base := fmt.Sprintf("bench/%d-%s-%s", rep, test, prog)
 				srv, cli, err := env.RunPair(ctx, env.VM, argv, base+".server.txt", env.VM, append(argv, vm.VMAddr), base+".client.txt", 5*time.Minute)
@@ -83,6 +86,15 @@ func (c *config) runBench(ctx context.Context, env *matrix.Env, logf func(string
 				row, err := resultRow(filepath.Join(env.Results, base+".client.txt"))
 				if err != nil {
 					return 1, err
+				}
+				got, err := inlineSize(filepath.Join(env.Results, base+".client.txt"))
+				if err != nil {
+					return 1, err
+				}
+				if prog == "perftest" {
+					inline = got
+				} else if got != inline {
+					return 1, fmt.Errorf("bench %s run %d: rperf ran with %d inline bytes, perftest with %d: not the same workload; see %s", test, rep, got, inline, base)
 				}
 				for _, m := range metrics {
 					if m.test == test && m.col < len(row) {
@@ -256,6 +268,30 @@ func resultRow(path string) ([]float64, error) {
 		}
 	}
 	return nil, fmt.Errorf("%s: no result row after a #bytes header", path)
+}
+
+// inlineSize reads the "Max inline data : N[B]" line of perftest's or
+// rperf's banner. perftest chooses the size per device (on a device it
+// does not know, such as rxe, none: 0), rperf per test (220 bytes for
+// write_lat), so the bench runs rperf with perftest's choice (-I) and
+// checks that both banners agree: the two programs must do the same work.
+func inlineSize(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		_, rest, ok := strings.Cut(line, "Max inline data")
+		if !ok {
+			continue
+		}
+		v := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(rest), ":"))
+		v, _, _ = strings.Cut(v, "[")
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: no \"Max inline data\" line in the banner", path)
 }
 
 func median(v []float64) float64 {

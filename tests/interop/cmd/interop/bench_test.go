@@ -40,6 +40,22 @@ func TestResultRow(t *testing.T) {
 	if _, err := resultRow(p); err == nil {
 		t.Error("resultRow found a row in output without one")
 	}
+	for name, tt := range map[string]struct {
+		text string
+		want int
+		ok   bool
+	}{
+		"perftest": {" GID index       : 1\n Max inline data : 0[B]\n rdma_cm QPs\t : OFF\n", 0, true},
+		"rperf":    {" Mtu             : 1024[B]\n Max inline data : 220[B]\n", 220, true},
+		"none":     {" Mtu             : 1024[B]\n", 0, false},
+	} {
+		p := filepath.Join(dir, "inline-"+name)
+		os.WriteFile(p, []byte(tt.text), 0o644)
+		got, err := inlineSize(p)
+		if got != tt.want || (err == nil) != tt.ok {
+			t.Errorf("%s: inlineSize = %d, %v; want %d, ok %v", name, got, err, tt.want, tt.ok)
+		}
+	}
 	if m := median([]float64{3, 1, 2}); m != 2 {
 		t.Errorf("median = %v", m)
 	}
