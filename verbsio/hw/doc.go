@@ -43,6 +43,21 @@
 // (internal/fakeverbs) whose post and poll functions read and write the real
 // C structs.
 //
+// # A write_lat turn in one crossing
+//
+// The provider offers one interface family, verbsio.FamilyWriteTurn
+// (QueryInterface on an RC or UC QP). Its Turn packs the request in Go and
+// then, in one C call (rperf_turn in shim.c), spins on the byte the peer's
+// RDMA WRITE lands in, reads CLOCK_MONOTONIC, stores this side's marker,
+// posts and polls the send CQ as PostSend does. A write_lat iteration
+// then crosses once, as it did with PostSend's poll, but what lies
+// between seeing the peer's marker and the post is what perftest has
+// there (a clock read and a store), not the return from a Go spin, the
+// loop's bookkeeping and the cgo entry: under TCG an empty poll through
+// cgo cost 1.1-1.8 us (BenchmarkDevicePollEmpty), which a ping-pong paid
+// on each side of every round trip. tests/latency uses the family for
+// write_lat in iterations mode on the generic and inline paths.
+//
 // # Queries and the inline probe
 //
 // QueryDevice answers with ibv_query_device_ex (ibv_query_device for
