@@ -95,6 +95,30 @@ func (c *Context) QueryInterface(q InterfaceQuery) (any, InterfaceStatus) {
 	return i.QueryInterface(q)
 }
 
+// CheckQuery checks q's scope, family, version and flags against the
+// families a provider offers (family name to highest version) and returns
+// the status a provider's QueryInterface answers with, or IntfOK when the
+// query may go on to its object.
+func CheckQuery(q InterfaceQuery, offered map[string]int) InterfaceStatus {
+	switch q.Scope {
+	case ScopeGlobal:
+	case ScopeVendor:
+		return IntfVendorNotSupported
+	default:
+		return IntfNotSupported
+	}
+	max, ok := offered[q.Family]
+	switch {
+	case !ok:
+		return IntfNotSupported
+	case q.Version < 0 || q.Version > max:
+		return IntfVersionNotSupported
+	case q.Flags&^IntfFlagEnableChecks != 0:
+		return IntfInvalParam
+	}
+	return IntfOK
+}
+
 // Burst flags for QPBurst sends.
 const (
 	BurstSignaled  uint32 = 1 << 0 // produce a completion

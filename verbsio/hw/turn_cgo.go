@@ -14,29 +14,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// writeTurnVersion is the version of verbsio.FamilyWriteTurn offered.
-const writeTurnVersion = 1
+// families are the interface families the provider offers, with their
+// highest versions.
+var families = map[string]int{verbsio.FamilyWriteTurn: 1}
 
 // QueryInterface implements verbsio.Interfacer. The provider offers one
 // family, verbsio.FamilyWriteTurn, bound to an RC or UC QP of this
 // context. It is not listed in DeviceAttr.Interfaces, which names the
 // MLNX_OFED-style families (qp_burst, cq_poll) the provider does not have.
 func (c *hwContext) QueryInterface(q verbsio.InterfaceQuery) (any, verbsio.InterfaceStatus) {
-	switch q.Scope {
-	case verbsio.ScopeGlobal:
-	case verbsio.ScopeVendor:
-		return nil, verbsio.IntfVendorNotSupported
-	default:
-		return nil, verbsio.IntfNotSupported
-	}
-	if q.Family != verbsio.FamilyWriteTurn {
-		return nil, verbsio.IntfNotSupported
-	}
-	if q.Version < 0 || q.Version > writeTurnVersion {
-		return nil, verbsio.IntfVersionNotSupported
-	}
-	if q.Flags&^verbsio.IntfFlagEnableChecks != 0 {
-		return nil, verbsio.IntfInvalParam
+	if st := verbsio.CheckQuery(q, families); st != verbsio.IntfOK {
+		return nil, st
 	}
 	if q.Object == nil {
 		return nil, verbsio.IntfOK

@@ -16,22 +16,8 @@ var familyVersion = map[string]int{verbsio.FamilyQPBurst: 1, verbsio.FamilyCQPol
 
 // QueryInterface implements verbsio.Interfacer.
 func (c *Context) QueryInterface(q verbsio.InterfaceQuery) (any, verbsio.InterfaceStatus) {
-	switch q.Scope {
-	case verbsio.ScopeGlobal:
-	case verbsio.ScopeVendor:
-		return nil, verbsio.IntfVendorNotSupported
-	default:
-		return nil, verbsio.IntfNotSupported
-	}
-	max, ok := familyVersion[q.Family]
-	if !ok {
-		return nil, verbsio.IntfNotSupported
-	}
-	if q.Version < 0 || q.Version > max {
-		return nil, verbsio.IntfVersionNotSupported
-	}
-	if q.Flags&^verbsio.IntfFlagEnableChecks != 0 {
-		return nil, verbsio.IntfInvalParam
+	if st := verbsio.CheckQuery(q, familyVersion); st != verbsio.IntfOK {
+		return nil, st
 	}
 	checks := q.Flags&verbsio.IntfFlagEnableChecks != 0
 	switch q.Family {
