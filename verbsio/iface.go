@@ -158,22 +158,29 @@ type CQPoll interface {
 	Release() error
 }
 
-// WriteTurn is the write ping-pong family, bound to one QP: one Turn waits
-// for the peer's marker byte in local memory, reads the clock, stores this
-// side's marker and posts, without returning to the caller in between. A
-// provider whose calls cross a costly boundary (the ibverbs provider's
-// cgo) offers it so that, as in perftest's write_lat loop, only the spin
-// lies between seeing the peer's RDMA WRITE land and posting the answer.
-// For one goroutine; it never allocates.
+// WriteTurn is the write ping-pong family, bound to one QP: one call runs
+// turns of a write_lat ping-pong on the provider's side of its boundary,
+// each waiting for the peer's marker byte in local memory, reading the
+// clock, storing this side's marker, posting and taking the post's
+// completion. A provider whose calls cross a costly boundary (the ibverbs
+// provider's cgo) offers it so that, as in perftest's write_lat loop, only
+// the spin lies between seeing the peer's RDMA WRITE land and posting the
+// answer, and the crossing is paid once for many iterations. For one
+// goroutine; it never allocates.
 type WriteTurn interface {
-	// Turn reads *wait until it equals want, at most spins times (wait
-	// nil: no wait), then reads the monotonic clock (CLOCK_MONOTONIC in
-	// ns: only differences between Turn's stamps mean something), stores
-	// mark at *markAt and posts wrs as QP.PostSend does. It returns the
-	// clock reading and true once it posted; 0, false and nil when the
-	// byte did not arrive within spins reads (nothing stored or posted).
-	// wrs must fit one post of the QP's send queue.
-	Turn(wait *byte, want byte, spins int, markAt *byte, mark byte, wrs []SendWR) (stamp int64, posted bool, err error)
+	// Turns runs up to len(stamps) turns. Turn k (from 0) reads *wait
+	// until it equals want+k, at most spins times (wait nil: one turn,
+	// which does not wait), reads the monotonic clock into stamps[k]
+	// (CLOCK_MONOTONIC in ns: only differences between stamps mean
+	// something), stores mark+k at *markAt, posts wrs (one signaled
+	// request) and takes its completion from the send CQ when it comes
+	// within spins polls as a success. It returns the turns posted;
+	// owed says that the last one's completion was not taken, and the
+	// caller polls the CQ for it (it may be an error, or another
+	// request's). Fewer turns than asked, nothing owed and no error mean
+	// that the peer's byte did not come within spins reads. An error is
+	// the post's, as QP.PostSend reports it.
+	Turns(wait *byte, want byte, spins int, markAt *byte, mark byte, wrs []SendWR, stamps []int64) (posted int, owed bool, err error)
 	// Release gives the family back.
 	Release() error
 }

@@ -127,7 +127,8 @@ type runner struct {
 	tsOK   bool
 	wr     [1]verbsio.SendWR
 	sge    [1]verbsio.SGE
-	runIdx int // the size's index, for datacheck ids
+	stamps [turnBatch]int64 // the clock reads of write-turn calls
+	runIdx int              // the size's index, for datacheck ids
 
 	passiveServer bool          // this side only serves (read_lat, atomic_lat)
 	passiveWait   time.Duration // how long the passive server waits for a run
@@ -538,51 +539,63 @@ var writeTurnOf = func(s *session.Session, q *session.QP) verbsio.WriteTurn {
 	return t
 }
 
+// turnBatch bounds the turns of one WriteTurn.Turns call: the loop's own
+// checks (the interrupt tick, the yield) run between calls, at least once
+// per turnBatch iterations.
+const turnBatch = 64
+
 // turns is pingPong's write_lat loop (iterations mode) through the
-// device's write-turn family: one Turn waits for the peer's marker, reads
-// the clock, stores this side's marker and posts, so that, as in
-// perftest's loop, only the spin lies between the peer's WRITE landing and
-// the answer's post; with the ibverbs provider that is one cgo crossing
-// per iteration, with nothing of Go's between the two. The samples are
-// the differences of the turns' clock reads, taken just before each post
-// as pingPong's are; the peer's wait is checked (context, stall, probe,
-// back-off) every CheckEvery spins, as Waiter.Spin does.
+// device's write-turn family: each Turns call runs up to turnBatch
+// iterations, each waiting for the peer's marker, reading the clock,
+// storing this side's marker, posting and taking the completion, so that,
+// as in perftest's loop, only the spin lies between the peer's WRITE
+// landing and the answer's post; with the ibverbs provider that is one cgo
+// crossing per turnBatch iterations instead of one per iteration. The
+// samples are the differences of the turns' clock reads, taken just
+// before each post as pingPong's are. The peer's wait is checked
+// (context, stall, probe, back-off) every CheckEvery spins, as
+// Waiter.Spin does; a completion a call left owed is waited for as
+// pingPong waits for it.
 func (r *runner) turns(turn verbsio.WriteTurn, total int64, starts bool, postOff, pollOff int, waitPeer, waitOwn *session.Waiter, sendWhat string) (stats, error) {
 	s := r.s
 	buf := s.Buf
 	sm := r.newSampler(clock.Now())
 	markAt := &buf[postOff]
-	var scnt, rcnt int64
+	var scnt, rcnt int64 // posted, and peer's WRITEs seen
+	waitPeer.Begin()
 	for scnt < total {
-		wait, want := &buf[pollOff], byte(0)
+		wait, want := &buf[pollOff], marker(rcnt+1, false)
+		n := min(total-scnt, turnBatch)
 		if scnt == 0 && starts {
-			wait = nil
-		} else {
-			rcnt++
-			waitPeer.Index = rcnt
-			want = marker(rcnt, false)
+			wait, n = nil, 1 // the first WRITE goes at once
+		}
+		waitPeer.Index = rcnt + 1
+		posted, owed, err := turn.Turns(wait, want, session.CheckEvery, markAt, marker(scnt+1, false), r.wr[:], r.stamps[:n])
+		for _, st := range r.stamps[:posted] {
+			sm.stamp(st)
+		}
+		if posted > 0 {
+			scnt += int64(posted)
+			if wait != nil {
+				rcnt += int64(posted)
+			}
 			waitPeer.Begin()
 		}
-		scnt++
-		for {
-			stamp, posted, err := turn.Turn(wait, want, session.CheckEvery, markAt, marker(scnt, false), r.wr[:])
-			if err != nil {
-				return stats{}, fmt.Errorf("post %s #%d: %w", sendWhat, scnt, err)
+		if err != nil {
+			return stats{}, fmt.Errorf("post %s #%d: %w", sendWhat, scnt+1, err)
+		}
+		if owed {
+			waitOwn.Index = scnt
+			if _, err := r.comp.Wait(waitOwn, sendWhat); err != nil {
+				return stats{}, err
 			}
-			if posted {
-				sm.stamp(stamp)
-				break
-			}
+		} else if posted < int(n) {
 			if err := s.Drive(); err != nil {
 				return stats{}, err
 			}
 			if err := waitPeer.Check(); err != nil {
 				return stats{}, err
 			}
-		}
-		waitOwn.Index = scnt
-		if _, err := r.comp.Wait(waitOwn, sendWhat); err != nil {
-			return stats{}, err
 		}
 		if err := waitOwn.Tick(); err != nil {
 			return stats{}, err

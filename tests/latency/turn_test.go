@@ -1,6 +1,7 @@
 package latency
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ type goTurn struct {
 	qp       *verbsio.QP
 	posted   *atomic.Int64
 	released *atomic.Int64
+	calls    *[turnBatch]int // turns finished in C's place, by position in a call
 }
 
 func loadByte(p *byte) byte {
@@ -29,24 +31,46 @@ func loadByte(p *byte) byte {
 	return byte(atomic.LoadUint32(w) >> (8 * off))
 }
 
-func (t *goTurn) Turn(wait *byte, want byte, spins int, markAt *byte, mark byte, wrs []verbsio.SendWR) (int64, bool, error) {
-	if wait != nil {
-		for i := 0; loadByte(wait) != want; i++ {
-			if i >= spins {
-				return 0, false, nil
-			}
-			if err := t.s.Drive(); err != nil {
-				return 0, false, err
+func (t *goTurn) Turns(wait *byte, want byte, spins int, markAt *byte, mark byte, wrs []verbsio.SendWR, stamps []int64) (int, bool, error) {
+	for k := range stamps {
+		if wait == nil && k > 0 {
+			return k, false, nil
+		}
+		if wait != nil {
+			for i := 0; loadByte(wait) != want+byte(k); i++ {
+				if i >= spins {
+					return k, false, nil
+				}
+				if err := t.s.Drive(); err != nil {
+					return k, false, err
+				}
 			}
 		}
+		stamps[k] = clock.Now()
+		*markAt = mark + byte(k)
+		if _, err := t.qp.PostSend(wrs); err != nil {
+			return k, false, err
+		}
+		t.posted.Add(1)
+		var wc [1]verbsio.WC
+		for i := 0; ; i++ {
+			n, err := t.qp.SendCQ().Poll(wc[:])
+			if err != nil {
+				return k + 1, false, err
+			}
+			if n == 1 {
+				break
+			}
+			if i >= spins {
+				return k + 1, true, nil
+			}
+		}
+		if wc[0].Status != verbsio.StatusSuccess || wc[0].ID != wrs[0].ID {
+			return k + 1, false, fmt.Errorf("completion %+v is not the turn's; this test's family cannot hand it back", wc[0])
+		}
+		t.calls[k]++
 	}
-	stamp := clock.Now()
-	*markAt = mark
-	if _, err := t.qp.PostSend(wrs); err != nil {
-		return 0, false, err
-	}
-	t.posted.Add(1)
-	return stamp, true, nil
+	return len(stamps), false, nil
 }
 
 func (t *goTurn) Release() error {
@@ -60,11 +84,12 @@ func (t *goTurn) Release() error {
 // (duration mode, validation, send_lat) the family is not asked for.
 func TestWriteTurnLoop(t *testing.T) {
 	var posted, released, asked atomic.Int64
+	var finished [turnBatch]int
 	saved := writeTurnOf
 	defer func() { writeTurnOf = saved }()
 	writeTurnOf = func(s *session.Session, q *session.QP) verbsio.WriteTurn {
 		asked.Add(1)
-		return &goTurn{s: s, qp: q.QP, posted: &posted, released: &released}
+		return &goTurn{s: s, qp: q.QP, posted: &posted, released: &released, calls: &finished}
 	}
 	tests := []struct {
 		name  string
@@ -90,6 +115,7 @@ func TestWriteTurnLoop(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(&cfg)
 			}
+			finished = [turnBatch]int{}
 			srv, cli := pairtest.MustShm0(t, Run, cfg)
 			runs := int64(len(cfg.Sizes))
 			if !tt.turns {
@@ -100,6 +126,9 @@ func TestWriteTurnLoop(t *testing.T) {
 			}
 			if want := 2 * runs * int64(cfg.Warmup+cfg.Iterations); posted.Load() != want {
 				t.Errorf("%d turns posted, want %d (every iteration of both sides)", posted.Load(), want)
+			}
+			if finished[turnBatch-1] == 0 {
+				t.Errorf("no call ran %d turns: %v", turnBatch, finished)
 			}
 			if released.Load() != 2*runs {
 				t.Errorf("%d families released, want %d", released.Load(), 2*runs)

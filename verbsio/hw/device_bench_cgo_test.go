@@ -116,14 +116,15 @@ func BenchmarkDeviceWriteCompletion(b *testing.B) {
 	}
 }
 
-// BenchmarkDeviceWriteTurn is a write_lat iteration through the
-// write_turn family: each turn waits for the marker the previous turn's
-// 2-byte RDMA WRITE put in the pair's other half of the buffer (there at
-// once, since rxe completes a WRITE while it is posted), stamps, stores
-// the next marker and posts; the completion comes out of the turn's
-// crossing. crossings/op counts runtime.NumCgoCall per iteration.
-func BenchmarkDeviceWriteTurn(b *testing.B) {
-	ctx, cq, a, mr := benchPair(b)
+// BenchmarkDeviceWriteTurns is write_lat's iteration through the
+// write_turn family, against itself: the pair's first QP writes a 2-byte
+// marker from the buffer's byte 1 into its byte 8193, where the next turn
+// waits for it (rxe completes a WRITE while it is posted, so it is there
+// at once), and the turn takes the completion in C. turns=1 crosses once
+// per iteration, as PostSend's poll does; turns=64 is what the latency
+// loop asks for. crossings/iter counts runtime.NumCgoCall.
+func BenchmarkDeviceWriteTurns(b *testing.B) {
+	ctx, _, a, mr := benchPair(b)
 	f, st := ctx.QueryInterface(verbsio.InterfaceQuery{Family: verbsio.FamilyWriteTurn, Version: 1, Object: a})
 	if st != verbsio.IntfOK {
 		b.Fatalf("write_turn: %s", st)
@@ -133,25 +134,23 @@ func BenchmarkDeviceWriteTurn(b *testing.B) {
 	buf := mr.Buf()
 	wr := []verbsio.SendWR{{ID: 1, Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{mr.SGE(0, 2)},
 		Remote: verbsio.RemoteAddr{Addr: mr.Addr() + 8192, RKey: mr.RKey()}}}
-	wcs := make([]verbsio.WC, 1)
-	var mark byte
-	buf[1], buf[8193] = 0, 0
-	calls := runtime.NumCgoCall()
-	for b.Loop() {
-		want := mark
-		mark++
-		for {
-			_, posted, err := turn.Turn(&buf[8193], want, 1<<20, &buf[1], mark, wr)
-			if err != nil {
-				b.Fatal(err)
+	for _, per := range []int{1, 64} {
+		b.Run("turns="+strconv.Itoa(per), func(b *testing.B) {
+			stamps := make([]int64, per)
+			buf[1], buf[8193] = 0, 0
+			iters := 0
+			calls := runtime.NumCgoCall()
+			for b.Loop() {
+				// Turn k waits for the marker turn k-1 wrote; the
+				// first for the one already there.
+				n, owed, err := turn.Turns(&buf[8193], buf[1], 1<<20, &buf[1], buf[1]+1, wr, stamps)
+				if err != nil || owed || n != per {
+					b.Fatalf("Turns = %d, %v, %v", n, owed, err)
+				}
+				iters += n
 			}
-			if posted {
-				break
-			}
-		}
-		if n, err := cq.Poll(wcs); err != nil || n != 1 || wcs[0].Status != verbsio.StatusSuccess {
-			b.Fatalf("Poll = %d, %v, %s", n, err, wcs[0].Status)
-		}
+			b.ReportMetric(float64(runtime.NumCgoCall()-calls)/float64(iters), "crossings/iter")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(iters), "ns/iter")
+		})
 	}
-	b.ReportMetric(float64(runtime.NumCgoCall()-calls)/float64(b.N), "crossings/op")
 }

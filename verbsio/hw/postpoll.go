@@ -38,11 +38,6 @@ func (p *postPoll) want(signaled bool) bool {
 	return true
 }
 
-// would reports what want would answer, without counting the post: a
-// caller that may not post after all (a write turn still waiting) asks
-// would, and calls want once it posted.
-func (p *postPoll) would(signaled bool) bool { return signaled && p.skip == 0 }
-
 // record counts one poll that found got completions.
 func (p *postPoll) record(got int) {
 	p.tries++

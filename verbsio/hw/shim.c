@@ -38,26 +38,56 @@ uint64_t rperf_post_send_poll(struct ibv_qp *qp, struct ibv_send_wr *wr, struct 
 	return ret > 0 ? (uint64_t)ret << 32 : 0;
 }
 
-uint64_t rperf_turn(const volatile uint8_t *wait, uint8_t want, uint64_t spins, uint8_t *mark_at, uint8_t mark,
-		    int64_t *stamp, struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_cq *cq, int n, struct ibv_wc *wc)
+int rperf_turns(const volatile uint8_t *wait, uint8_t want, uint64_t spins, uint8_t *mark_at, uint8_t mark,
+		int64_t *stamps, int n, struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_cq *cq, struct ibv_wc *wc,
+		int *owed, uint64_t *post_err)
 {
 	struct timespec ts;
+	struct ibv_send_wr *bad;
+	uint64_t i;
+	int k, ret;
 
-	if (wait != NULL) {
-		uint64_t i = 0;
-
-		while (*wait != want)
+	*owed = 0;
+	*post_err = 0;
+	for (k = 0; k < n; k++) {
+		if (wait == NULL && k > 0)
+			return k; /* nothing to wait on: one turn */
+		if (wait != NULL)
+			for (i = 0; *wait != (uint8_t)(want + k);)
+				if (++i >= spins)
+					return k;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		stamps[k] = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		*mark_at = (uint8_t)(mark + k);
+		/* The marker is in memory before the request that carries it is posted. */
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		bad = NULL;
+		ret = ibv_post_send(qp, wr, &bad);
+		if (ret != 0) {
+			*post_err = post_result(ret, bad, wr, sizeof(*wr));
+			return k;
+		}
+		if (cq == NULL) {
+			*owed = 1;
+			return k + 1;
+		}
+		for (i = 0;;) {
+			ret = ibv_poll_cq(cq, 1, wc);
+			if (ret != 0)
+				break;
 			if (++i >= spins)
-				return RPERF_TURN_WAITING;
+				break;
+		}
+		if (ret <= 0) {
+			*owed = 1; /* not yet there, or a poll error the next poll reports */
+			return k + 1;
+		}
+		if (wc->status != IBV_WC_SUCCESS || wc->wr_id != wr->wr_id) {
+			*owed = 2;
+			return k + 1;
+		}
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	*stamp = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	*mark_at = mark;
-	/* The marker is in memory before the request that carries it is posted. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	if (cq != NULL)
-		return rperf_post_send_poll(qp, wr, cq, n, wc);
-	return rperf_post_send(qp, wr);
+	return n;
 }
 
 uint64_t rperf_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr)

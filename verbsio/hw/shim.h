@@ -28,19 +28,22 @@ uint64_t rperf_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr);
 // counts as none: the next rperf_poll_cq reports it.
 uint64_t rperf_post_send_poll(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_cq *cq, int n, struct ibv_wc *wc);
 
-// RPERF_TURN_WAITING is rperf_turn's answer when the awaited byte did not
-// arrive within the spins it was given: nothing was stamped, stored or
-// posted.
-#define RPERF_TURN_WAITING UINT64_MAX
-
-// rperf_turn is one turn of a write_lat ping-pong in one crossing: it
-// reads *wait until it equals want, at most spins times (wait NULL: no
-// wait), then stores CLOCK_MONOTONIC in ns in *stamp, stores mark at
-// *mark_at and posts wr as rperf_post_send does, or, with cq non-NULL, as
-// rperf_post_send_poll does with n and wc. It returns what they return,
-// or RPERF_TURN_WAITING.
-uint64_t rperf_turn(const volatile uint8_t *wait, uint8_t want, uint64_t spins, uint8_t *mark_at, uint8_t mark,
-		    int64_t *stamp, struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_cq *cq, int n, struct ibv_wc *wc);
+// rperf_turns runs up to n turns of a write_lat ping-pong in one crossing.
+// Turn k (from 0) reads *wait until it equals want+k, at most spins times
+// (wait NULL: one turn, which does not wait), stores CLOCK_MONOTONIC
+// in ns in stamps[k], stores mark+k at *mark_at, posts wr (one signaled
+// request) and polls cq, at most spins times, for its completion; a
+// success carrying wr's wr_id is consumed and the next turn begins. It
+// returns the turns posted and sets *owed when the last one's completion
+// was not consumed: with cq NULL, or when it did not come within spins
+// polls (nothing in wc[0]; *owed 1), or when the completion found is
+// another (left in wc[0]; *owed 2). A refused post ends the turns too:
+// *post_err is then what rperf_post_send returns (else 0). Fewer turns
+// than n with nothing owed and no error mean the awaited byte did not
+// come within spins reads.
+int rperf_turns(const volatile uint8_t *wait, uint8_t want, uint64_t spins, uint8_t *mark_at, uint8_t mark,
+		int64_t *stamps, int n, struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_cq *cq, struct ibv_wc *wc,
+		int *owed, uint64_t *post_err);
 
 // rperf_poll_cq polls up to n completions into wc; it returns their number
 // or a negative value on error.

@@ -36,74 +36,60 @@ func (c *hwContext) QueryInterface(q verbsio.InterfaceQuery) (any, verbsio.Inter
 	return &hwTurn{q: qp}, verbsio.IntfOK
 }
 
-// hwTurn is verbsio.WriteTurn on one QP: the requests are packed in Go
-// before the crossing, and rperf_turn spins, stamps, stores the marker,
-// posts and (as PostSend does, see postPoll) polls the send CQ in C.
+// hwTurn is verbsio.WriteTurn on one QP: the request is packed in Go
+// before the crossing, and rperf_turns runs the turns in C.
 type hwTurn struct {
 	q        *hwQP
-	stamp    C.int64_t
+	owed     C.int
+	postErr  C.uint64_t
 	released bool
 }
 
 var (
 	errTurnReleased = &verbsio.Error{Op: "write_turn", Errno: unix.EINVAL, Detail: "the family was released"}
-	errTurnBatch    = &verbsio.Error{Op: "write_turn", Errno: unix.EINVAL, Detail: "a turn posts between 1 and the QP's max_send_wr requests"}
+	errTurnOne      = &verbsio.Error{Op: "write_turn", Errno: unix.EINVAL, Detail: "a turn posts one signaled request"}
 	errTurnNil      = &verbsio.Error{Op: "write_turn", Errno: unix.EINVAL, Detail: "no marker byte to store (markAt is nil)"}
 )
 
-// turnWaiting is rperf_turn's RPERF_TURN_WAITING.
-const turnWaiting = ^uint64(0)
-
-// Turn implements verbsio.WriteTurn. It does not allocate.
-func (t *hwTurn) Turn(wait *byte, want byte, spins int, markAt *byte, mark byte, wrs []verbsio.SendWR) (int64, bool, error) {
+// Turns implements verbsio.WriteTurn. The completions found are taken in
+// C when they are the request's successes; one that is not (or that did
+// not come in time) is left for the send CQ's Poll, in order: the turns
+// poll in C only when the CQ's scratch holds nothing not yet returned.
+// It does not allocate.
+func (t *hwTurn) Turns(wait *byte, want byte, spins int, markAt *byte, mark byte, wrs []verbsio.SendWR, stamps []int64) (int, bool, error) {
 	q := t.q
 	switch {
 	case t.released:
 		return 0, false, errTurnReleased
 	case q.qp == nil:
 		return 0, false, errSendClosed
-	case len(wrs) == 0 || len(wrs) > len(q.send.wrs):
-		return 0, false, errTurnBatch
+	case len(wrs) != 1 || (!q.sigAll && wrs[0].Flags&verbsio.SendSignaled == 0):
+		return 0, false, errTurnOne
 	case markAt == nil:
 		return 0, false, errTurnNil
+	case len(stamps) == 0:
+		return 0, false, nil
 	}
-	n, err := q.send.pack(wrs)
-	if err != nil {
+	if _, err := q.send.pack(wrs); err != nil {
 		return 0, false, err
 	}
-	first := (*C.struct_ibv_send_wr)(q.sendMem)
-	signaled := q.sigAll || verbsio.SendFlags(q.send.wrs[n-1].flags)&verbsio.SendSignaled != 0
-	// The poll decision is postSendChain's, taken only once the turn
-	// posts (would, then want).
 	cq := q.scq
 	var ccq *C.struct_ibv_cq
 	var wc *C.struct_ibv_wc
-	k := 0
-	asks := cq != nil && cq.cq != nil && cq.ex == nil && cq.tail < len(cq.wcs)
-	if asks && q.poll.would(signaled) {
-		if cq.head == cq.tail {
-			cq.head, cq.tail = 0, 0
-		}
-		ccq, k = cq.cq, min(len(cq.wcs)-cq.tail, postPollMax)
-		wc = (*C.struct_ibv_wc)(unsafe.Pointer(&cq.wcs[cq.tail]))
+	if cq != nil && cq.cq != nil && cq.ex == nil && cq.head == cq.tail {
+		cq.head, cq.tail = 0, 0
+		ccq, wc = cq.cq, (*C.struct_ibv_wc)(unsafe.Pointer(&cq.wcs[0]))
 	}
-	r := uint64(C.rperf_turn((*C.uint8_t)(unsafe.Pointer(wait)), C.uint8_t(want), C.uint64_t(max(spins, 1)),
-		(*C.uint8_t)(unsafe.Pointer(markAt)), C.uint8_t(mark), &t.stamp, q.qp, first, ccq, C.int(k), wc))
-	if r == turnWaiting {
-		return 0, false, nil
+	n := int(C.rperf_turns((*C.uint8_t)(unsafe.Pointer(wait)), C.uint8_t(want), C.uint64_t(max(spins, 1)),
+		(*C.uint8_t)(unsafe.Pointer(markAt)), C.uint8_t(mark), (*C.int64_t)(unsafe.Pointer(&stamps[0])), C.int(len(stamps)),
+		q.qp, (*C.struct_ibv_send_wr)(q.sendMem), ccq, wc, &t.owed, &t.postErr))
+	if t.postErr != 0 {
+		return n, false, postSendErrs.errno(int(uint32(t.postErr)))
 	}
-	if uint32(r) != 0 {
-		return 0, false, postSendErrs.errno(int(uint32(r)))
+	if t.owed == 2 {
+		cq.tail = 1 // the completion found, for Poll
 	}
-	if asks {
-		q.poll.want(signaled) // counts the post as postSendChain does
-	}
-	if ccq != nil {
-		got := int(r >> 32)
-		cq.tail += got
-		q.poll.record(got)
-	}
-	return int64(t.stamp), true, nil
+	return n, t.owed != 0, nil
 }
 
 // Release implements verbsio.WriteTurn.

@@ -13,150 +13,159 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func fakeTurn(t *testing.T, execute bool) (*fakeverbs.Fake, *hwQP, *hwTurn) {
+func fakeTurn(t testing.TB, f *fakeverbs.Fake) (*hwQP, *hwTurn) {
 	t.Helper()
-	f := newFake(t)
-	f.SetExecute(execute)
-	q := fakeQP(t, f, verbsio.QPTypeRC, verbsio.QPCap{MaxSendWR: 16, MaxSendSGE: 1})
-	q.scq = fakeCQ(t, f, 16)
-	return f, q, &hwTurn{q: q}
+	q, err := newQP(&hwContext{name: "fake"}, f.QP(), verbsio.QPTypeRC, verbsio.QPCap{MaxSendWR: 16, MaxSendSGE: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.release)
+	cq, err := newCQ(&hwContext{name: "fake"}, f.CQ(), 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cq.release)
+	q.scq = cq
+	return q, &hwTurn{q: q}
 }
 
-// TestFakeWriteTurn checks a turn against the fake: it posts nothing and
-// stores nothing until the awaited byte holds the wanted value, then
-// stamps the monotonic clock, stores the marker before the post, posts
-// the request, and takes the completion a device that completes while
-// posted has ready, in the same crossing.
-func TestFakeWriteTurn(t *testing.T) {
-	wr := []verbsio.SendWR{{ID: 7, Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled,
-		SGL: []verbsio.SGE{{Addr: 0x1000, Length: 2, LKey: 1}}, Remote: verbsio.RemoteAddr{Addr: 0x2000, RKey: 2}}}
+func turnWR(op verbsio.Opcode, flags verbsio.SendFlags) []verbsio.SendWR {
+	return []verbsio.SendWR{{ID: 7, Opcode: op, Flags: flags, SGL: []verbsio.SGE{{Addr: 0x1000, Length: 2, LKey: 1}},
+		Remote: verbsio.RemoteAddr{Addr: 0x2000, RKey: 2}}}
+}
+
+// TestFakeWriteTurns runs turns against the fake. The byte a turn waits
+// on is the one the previous turn stored (markAt == wait), so that a call
+// can run several turns. A turn posts only once its byte holds the
+// wanted value, and a completion that is the request's success is taken
+// in the same crossing; one that did not come, or is another, is owed to
+// the CQ's Poll, in order.
+func TestFakeWriteTurns(t *testing.T) {
+	write := turnWR(verbsio.OpRDMAWrite, verbsio.SendSignaled)
 	tests := []struct {
-		name     string
-		wait     bool // wait on a byte (else post at once)
-		have     byte // the byte's value
-		posted   bool
-		crossing int64 // cgo calls the turn makes
+		name    string
+		execute bool // the fake completes while posted
+		wait    bool // wait on the byte (else: no wait, one turn)
+		have    byte // the byte's value before the call
+		push    bool // another completion is in the CQ first
+		wrs     []verbsio.SendWR
+		n       int
+		posted  int
+		owed    bool
+		polled  []verbsio.Status // what Poll then returns, in order
+		pollIDs []uint64
 	}{
-		{"no wait", false, 0, true, 1},
-		{"byte there", true, 5, true, 1},
-		{"byte not there", true, 4, false, 1},
+		{"no wait, one turn", true, false, 0, false, write, 4, 1, false, nil, nil},
+		{"three turns feeding each other", true, true, 5, false, write, 3, 3, false, nil, nil},
+		{"byte not there", true, true, 4, false, write, 3, 0, false, nil, nil},
+		{"completion later", false, true, 5, false, write, 3, 1, true, nil, nil},
+		{"completion failed", true, true, 5, false, turnWR(verbsio.OpRDMARead, verbsio.SendSignaled|verbsio.SendInline), 3, 1, true,
+			[]verbsio.Status{verbsio.StatusLocProtErr}, []uint64{7}},
+		{"another completion first", true, true, 5, true, write, 3, 1, true,
+			[]verbsio.Status{verbsio.StatusSuccess, verbsio.StatusSuccess}, []uint64{100, 7}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, q, turn := fakeTurn(t, true)
+			f := newFake(t)
+			f.SetExecute(tt.execute)
+			q, turn := fakeTurn(t, f)
+			if tt.push {
+				f.PushWC(fakeverbs.WC{ID: 100, Opcode: 1})
+			}
+			mem := []byte{tt.have}
 			var wait *byte
-			mem := []byte{tt.have, 0}
 			if tt.wait {
 				wait = &mem[0]
 			}
+			stamps := make([]int64, tt.n)
 			before := clock.Now()
 			calls := runtime.NumCgoCall()
-			stamp, posted, err := turn.Turn(wait, 5, 100, &mem[1], 9, wr)
+			posted, owed, err := turn.Turns(wait, 5, 100, &mem[0], 6, tt.wrs, stamps)
 			crossings := runtime.NumCgoCall() - calls
-			if err != nil || posted != tt.posted {
-				t.Fatalf("Turn = %d, %v, %v; want posted %v", stamp, posted, err, tt.posted)
+			after := clock.Now()
+			if err != nil || posted != tt.posted || owed != tt.owed {
+				t.Fatalf("Turns = %d, %v, %v; want %d, %v", posted, owed, err, tt.posted, tt.owed)
 			}
-			if crossings != tt.crossing {
-				t.Errorf("the turn crossed into C %d times, want %d", crossings, tt.crossing)
+			if crossings != 1 {
+				t.Errorf("the call crossed into C %d times, want 1", crossings)
 			}
-			if !tt.posted {
-				if stamp != 0 || mem[1] != 0 || f.PostCalls() != 0 {
-					t.Errorf("a turn still waiting stamped %d, stored %d, posted %d times; want nothing", stamp, mem[1], f.PostCalls())
+			if len(f.Sent()) != posted {
+				t.Errorf("the fake saw %d posts, want %d", len(f.Sent()), posted)
+			}
+			if want := tt.have + byte(posted); posted > 0 && mem[0] != 5+byte(posted) || posted == 0 && mem[0] != want {
+				t.Errorf("marker %d after %d turns", mem[0], posted)
+			}
+			// The stamps are CLOCK_MONOTONIC, which clock.Now reads
+			// from another origin: only their spacing is checked.
+			for i := 1; i < posted; i++ {
+				if d := stamps[i] - stamps[i-1]; d < 0 || d > after-before {
+					t.Errorf("stamps %v: %d ns between turns %d and %d, the call took %d", stamps[:posted], d, i-1, i, after-before)
 				}
-				return
 			}
-			if mem[1] != 9 {
-				t.Errorf("marker %d, want 9", mem[1])
+			wcs := make([]verbsio.WC, 4)
+			n, err := q.scq.Poll(wcs)
+			if err != nil || n != len(tt.polled) {
+				t.Fatalf("Poll = %d, %v; want %d completions", n, err, len(tt.polled))
 			}
-			if sent := f.Sent(); len(sent) != 1 || sent[0].ID != 7 || sent[0].RemoteAddr != 0x2000 {
-				t.Errorf("sent %+v, want the one request", sent)
-			}
-			// The stamp is CLOCK_MONOTONIC: a later clock.Now is at
-			// least as far from an earlier one as from the stamp.
-			if after := clock.Now(); stamp <= 0 || after-before < 0 {
-				t.Errorf("stamp %d", stamp)
-			}
-			polls := f.PollCalls()
-			wcs := make([]verbsio.WC, 1)
-			if n, err := q.scq.Poll(wcs); n != 1 || err != nil || wcs[0].ID != 7 {
-				t.Errorf("Poll = %d, %v, %+v; want the turn's completion", n, err, wcs[0])
-			}
-			if f.PollCalls() != polls {
-				t.Errorf("Poll crossed for a completion the turn had taken")
+			for i := range n {
+				if wcs[i].Status != tt.polled[i] || wcs[i].ID != tt.pollIDs[i] {
+					t.Errorf("completion %d: %d %s, want %d %s", i, wcs[i].ID, wcs[i].Status, tt.pollIDs[i], tt.polled[i])
+				}
 			}
 		})
 	}
 }
 
-// TestFakeWriteTurnStamps checks that the stamps of consecutive turns
-// measure the time between them on the clock clock.Now reads.
-func TestFakeWriteTurnStamps(t *testing.T) {
-	_, _, turn := fakeTurn(t, false)
-	wr := []verbsio.SendWR{{ID: 1, Opcode: verbsio.OpRDMAWrite, SGL: []verbsio.SGE{{Addr: 0x1000, Length: 2, LKey: 1}}}}
-	var mark byte
-	s1, _, err := turn.Turn(nil, 0, 1, &mark, 1, wr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c1 := clock.Now()
-	for clock.Now()-c1 < 2e6 {
-	}
-	c2 := clock.Now()
-	s2, _, err := turn.Turn(nil, 0, 1, &mark, 2, wr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := s2 - s1; d < c2-c1 {
-		t.Errorf("stamps %d ns apart, want at least the %d ns spun between them", d, c2-c1)
-	}
-}
-
-func TestFakeWriteTurnErrors(t *testing.T) {
-	wr := verbsio.SendWR{ID: 1, Opcode: verbsio.OpRDMAWrite, SGL: []verbsio.SGE{{Addr: 0x1000, Length: 2, LKey: 1}}}
+func TestFakeWriteTurnsErrors(t *testing.T) {
+	write := turnWR(verbsio.OpRDMAWrite, verbsio.SendSignaled)
 	var mark byte
 	tests := []struct {
-		name  string
-		setup func(f *fakeverbs.Fake, turn *hwTurn)
-		wrs   []verbsio.SendWR
-		mark  *byte
-		errno unix.Errno
+		name   string
+		setup  func(f *fakeverbs.Fake, turn *hwTurn)
+		wrs    []verbsio.SendWR
+		mark   *byte
+		errno  unix.Errno
+		posted int
 	}{
-		{"refused", func(f *fakeverbs.Fake, _ *hwTurn) { f.FailAt(0, unix.ENOMEM, false) }, []verbsio.SendWR{wr}, &mark, unix.ENOMEM},
-		{"no request", nil, nil, &mark, unix.EINVAL},
-		{"no marker", nil, []verbsio.SendWR{wr}, nil, unix.EINVAL},
-		{"released", func(_ *fakeverbs.Fake, turn *hwTurn) { turn.Release() }, []verbsio.SendWR{wr}, &mark, unix.EINVAL},
-		{"bad opcode", nil, []verbsio.SendWR{{Opcode: 99}}, &mark, unix.EINVAL},
+		{"refused", func(f *fakeverbs.Fake, _ *hwTurn) { f.FailAt(0, unix.ENOMEM, false) }, write, &mark, unix.ENOMEM, 0},
+		{"two requests", nil, append(turnWR(verbsio.OpRDMAWrite, 0), write...), &mark, unix.EINVAL, 0},
+		{"unsignaled", nil, turnWR(verbsio.OpRDMAWrite, 0), &mark, unix.EINVAL, 0},
+		{"no marker", nil, write, nil, unix.EINVAL, 0},
+		{"released", func(_ *fakeverbs.Fake, turn *hwTurn) { turn.Release() }, write, &mark, unix.EINVAL, 0},
+		{"bad opcode", nil, []verbsio.SendWR{{Opcode: 99, Flags: verbsio.SendSignaled}}, &mark, unix.EINVAL, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, _, turn := fakeTurn(t, false)
+			f := newFake(t)
+			_, turn := fakeTurn(t, f)
 			if tt.setup != nil {
 				tt.setup(f, turn)
 			}
-			_, posted, err := turn.Turn(nil, 0, 1, tt.mark, 1, tt.wrs)
+			posted, owed, err := turn.Turns(nil, 0, 1, tt.mark, 1, tt.wrs, make([]int64, 2))
 			var ve *verbsio.Error
-			if posted || !errors.As(err, &ve) || ve.Errno != tt.errno {
-				t.Errorf("Turn = posted %v, %v; want %s", posted, err, tt.errno)
+			if posted != tt.posted || owed || !errors.As(err, &ve) || ve.Errno != tt.errno {
+				t.Errorf("Turns = %d, %v, %v; want %d, %s", posted, owed, err, tt.posted, tt.errno)
 			}
 		})
 	}
 }
 
-func TestFakeWriteTurnDoesNotAllocate(t *testing.T) {
-	f, q, turn := fakeTurn(t, true)
-	wr := []verbsio.SendWR{{ID: 1, Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{{Addr: 1, Length: 2, LKey: 3}}}}
-	mem := []byte{1, 0}
-	wcs := make([]verbsio.WC, 1)
+func TestFakeWriteTurnsDoNotAllocate(t *testing.T) {
+	f := newFake(t)
+	f.SetExecute(true)
+	_, turn := fakeTurn(t, f)
+	wr := turnWR(verbsio.OpRDMAWrite, verbsio.SendSignaled)
+	mem := []byte{0}
+	stamps := make([]int64, 16)
 	for name, fn := range map[string]func(){
 		"posting": func() {
 			f.Reset()
-			turn.Turn(&mem[0], 1, 10, &mem[1], 2, wr)
-			q.scq.Poll(wcs)
+			turn.Turns(&mem[0], mem[0], 10, &mem[0], mem[0]+1, wr, stamps)
 		},
-		"waiting": func() { turn.Turn(&mem[0], 3, 10, &mem[1], 2, wr) },
+		"waiting": func() { turn.Turns(&mem[0], mem[0]+3, 10, &mem[0], 2, wr, stamps) },
 	} {
 		if a := testing.AllocsPerRun(1000, fn); a != 0 {
-			t.Errorf("%s: %v allocations per turn, want 0", name, a)
+			t.Errorf("%s: %v allocations per call, want 0", name, a)
 		}
 	}
 }
@@ -194,55 +203,53 @@ func TestQueryWriteTurn(t *testing.T) {
 	}
 }
 
-// BenchmarkFakeTurn compares a write_lat iteration's crossings into C,
+// BenchmarkFakeTurns counts a write_lat iteration's crossings into C
 // against a fake device that completes while posted: "post+poll" is the
-// loop without the family (PostSend, which polls in its crossing, then
-// the Go spin on the peer's byte, then Poll, which returns what the post
-// took), "turn" the loop with it. crossings/op is runtime.NumCgoCall per
-// iteration.
-func BenchmarkFakeTurn(b *testing.B) {
-	wr := []verbsio.SendWR{{ID: 1, Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled, SGL: []verbsio.SGE{{Addr: 1, Length: 2, LKey: 3}}}}
-	for _, mode := range []string{"post+poll", "turn"} {
-		b.Run("loop="+mode, func(b *testing.B) {
+// loop without the family (PostSend, which polls in its crossing, and
+// Poll, which returns what the post took), "turns=N" the loop through
+// Turns with N turns per call (the latency loop asks for 64). The fake
+// keeps at most 64 requests, so calls of 32 are reset between.
+// crossings/op is runtime.NumCgoCall per iteration.
+func BenchmarkFakeTurns(b *testing.B) {
+	wr := turnWR(verbsio.OpRDMAWrite, verbsio.SendSignaled)
+	for _, per := range []int{0, 1, 32} {
+		name := "post+poll"
+		if per > 0 {
+			name = "turns=" + string(rune('0'+per/10)) + string(rune('0'+per%10))
+		}
+		b.Run(name, func(b *testing.B) {
 			f := fakeverbs.New()
 			defer f.Free()
 			f.SetExecute(true)
-			q, err := newQP(&hwContext{name: "fake"}, f.QP(), verbsio.QPTypeRC, verbsio.QPCap{MaxSendWR: 16, MaxSendSGE: 1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer q.release()
-			cq, err := newCQ(&hwContext{name: "fake"}, f.CQ(), 16)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cq.release()
-			q.scq = cq
-			turn := &hwTurn{q: q}
-			mem := []byte{1, 0}
+			q, turn := fakeTurn(b, f)
+			mem := []byte{0}
+			stamps := make([]int64, max(per, 1))
 			wcs := make([]verbsio.WC, 1)
 			b.ReportAllocs()
 			calls := runtime.NumCgoCall()
+			iters := 0
 			for b.Loop() {
 				f.Reset()
-				if mode == "turn" {
-					if _, _, err := turn.Turn(&mem[0], 1, 16, &mem[1], 2, wr); err != nil {
-						b.Fatal(err)
-					}
-				} else {
-					for mem[0] != 1 {
-					}
+				if per == 0 {
 					_ = clock.Now()
-					mem[1] = 2
+					mem[0]++
 					if _, err := q.PostSend(wr); err != nil {
 						b.Fatal(err)
 					}
+					if n, err := q.scq.Poll(wcs); n != 1 || err != nil {
+						b.Fatalf("Poll = %d, %v", n, err)
+					}
+					iters++
+					continue
 				}
-				if n, err := cq.Poll(wcs); n != 1 || err != nil {
-					b.Fatalf("Poll = %d, %v", n, err)
+				n, owed, err := turn.Turns(&mem[0], mem[0], 16, &mem[0], mem[0]+1, wr, stamps)
+				if n != per || owed || err != nil {
+					b.Fatalf("Turns = %d, %v, %v", n, owed, err)
 				}
+				iters += n
 			}
-			b.ReportMetric(float64(runtime.NumCgoCall()-calls)/float64(b.N), "crossings/op")
+			b.ReportMetric(float64(runtime.NumCgoCall()-calls)/float64(iters), "crossings/iter")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(iters), "ns/iter")
 		})
 	}
 }
