@@ -46,7 +46,7 @@ func TestResultRow(t *testing.T) {
 		ok   bool
 	}{
 		"perftest": {" GID index       : 1\n Max inline data : 0[B]\n rdma_cm QPs\t : OFF\n", 0, true},
-		"rperf":    {" Mtu             : 1024[B]\n Max inline data : 220[B]\n", 220, true},
+		"220":      {" Mtu             : 1024[B]\n Max inline data : 220[B]\n", 220, true},
 		"none":     {" Mtu             : 1024[B]\n", 0, false},
 	} {
 		p := filepath.Join(dir, "inline-"+name)
