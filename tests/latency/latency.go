@@ -516,12 +516,14 @@ func (r *runner) pingPong(ctx context.Context, size int) (stats, error) {
 
 // writeTurn returns the device's write-turn family (verbsio.WriteTurn) on
 // q when this run can use it: write_lat in iterations mode, with buffers
-// in host memory, no data validation, and a send path that posts with
-// PostSend (generic or inline). Otherwise, or when the device has none,
+// in host memory, no data validation, no completion timestamps (the
+// family takes the completions inside the device's call and returns no
+// stamps), and a send path that posts with PostSend (generic or inline).
+// Otherwise, or when the device has none,
 // it returns nil and pingPong runs its own loop.
 func (r *runner) writeTurn(q *session.QP) verbsio.WriteTurn {
 	cfg := r.cfg
-	if cfg.Test != Write || cfg.Duration > 0 || r.s.DM != nil || cfg.Validate ||
+	if cfg.Test != Write || cfg.Duration > 0 || r.s.DM != nil || cfg.Validate || cfg.CompletionTimestamps ||
 		(cfg.Path != sendpath.Generic && cfg.Path != sendpath.Inline) {
 		return nil
 	}

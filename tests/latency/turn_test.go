@@ -112,6 +112,7 @@ func TestWriteTurnLoop(t *testing.T) {
 		{"write_lat sizes", Write, func(c *Config) { c.Sizes = []int{2, 64, 4096} }, true},
 		{"write_lat duration", Write, func(c *Config) { c.Duration, c.Margin = 300*time.Millisecond, 50*time.Millisecond }, false},
 		{"write_lat validated", Write, func(c *Config) { c.Validate = true }, false},
+		{"write_lat completion timestamps", Write, func(c *Config) { c.CompletionTimestamps = true }, false},
 		{"send_lat", Send, nil, false},
 	}
 	for _, tt := range tests {
