@@ -63,8 +63,9 @@ type Config struct {
 	// in the device's clock: a second result per size, with Clock
 	// "completion".
 	CompletionTimestamps bool
-	// BurstSize (raw-burst-lat) is how many frames the client posts at
-	// once (perftest --burst_size); 0 means TxDepth.
+	// BurstSize (raw-burst-lat; raw-bw with a software rate) is how many
+	// frames the client posts at once (perftest --burst_size); 0 means
+	// TxDepth.
 	BurstSize int
 	// MacFwd (raw-bw's server, perftest --mac_fwd) sends every frame of
 	// the test's size it receives back out, from the receive buffer, its
@@ -78,9 +79,10 @@ type Config struct {
 	// arrival. Both sides must be given the same; 0 means 1.
 	ReplyEvery int
 	// RateMbps paces the client's frames to this rate, in Mb/s of
-	// frames: raw-burst-lat spaces its bursts in software, or with
-	// HWPacing (perftest --rate_limit_type PP) sets the rate as the QP's
-	// packet pacing rate; raw-bw paces through the QP only (HWPacing).
+	// frames: raw-burst-lat and raw-bw space bursts of BurstSize frames
+	// in software (perftest --rate_limit_type SW), or with HWPacing
+	// (perftest --rate_limit_type PP) the rate is the QP's packet pacing
+	// rate.
 	// 0 sends as fast as the queue allows.
 	RateMbps float64
 	HWPacing bool
@@ -202,10 +204,10 @@ func (c *Config) Check() error {
 	switch {
 	case c.RateMbps < 0:
 		ps.AddField(session.NewFieldError("RateMbps", c.RateMbps, "a rate cannot be negative"))
-	case c.BurstSize > 0 && t != session.RawBurstLat:
-		ps.AddField(session.NewFieldError("BurstSize", c.BurstSize, "bursts belong to raw-burst-lat"))
-	case t == session.RawBW && c.RateMbps > 0 && !c.HWPacing:
-		ps.AddField(session.NewFieldError("RateMbps", c.RateMbps, "raw-bw paces through the QP only").WithFix("add {HWPacing}"))
+	case c.BurstSize > 0 && t == session.RawLat:
+		ps.AddField(session.NewFieldError("BurstSize", c.BurstSize, "bursts belong to raw-burst-lat and raw-bw's software rate"))
+	case c.BurstSize > 0 && t == session.RawBW && (c.RateMbps == 0 || c.HWPacing):
+		ps.AddField(session.NewFieldError("BurstSize", c.BurstSize, "raw-bw's bursts space a software rate").WithFix("give {RateMbps} without {HWPacing}"))
 	case t == session.RawLat && (c.RateMbps > 0 || c.HWPacing):
 		ps.AddField(session.NewFieldError("RateMbps", c.RateMbps, "raw-lat sends one frame at a time: a rate does not apply"))
 	}

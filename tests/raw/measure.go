@@ -35,9 +35,13 @@ func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, erro
 	// before the frame before it is posted, which is signaled if not.
 	post, covered, done, outstanding, flow, burst := 0, 0, 0, 0, 0, 0
 	first, end, last := clock.Now(), clock.Now()+int64(c.Duration), int64(0)
+	sw := newSWLimiter(c, size, first)
 	for more := c.running(0, end); more || done < covered; {
+		if more {
+			sw.open(&w)
+		}
 		staged := 0
-		for more && outstanding < c.TxDepth {
+		for more && outstanding < c.TxDepth && sw.allows() {
 			if posted != nil && post >= c.Warmup {
 				posted[post-c.Warmup] = clock.Now()
 			}
@@ -52,6 +56,7 @@ func (r *runner) bwClient(ctx context.Context, size int) ([]reports.Result, erro
 			}
 			outstanding++
 			staged++
+			sw.took()
 			if burst++; burst == c.FlowsBurst {
 				burst, flow = 0, (flow+1)%r.flows()
 			}
@@ -596,4 +601,51 @@ func (r *runner) burstClient(ctx context.Context, size int) ([]reports.Result, e
 		return nil, err
 	}
 	return []reports.Result{res}, nil
+}
+
+// swLimiter is perftest's software rate limiter (--rate_limit_type SW) on
+// raw-bw's client: frames leave in bursts of BurstSize (0: the tx depth),
+// each burst due one burst's time at the rate after the one before it.
+// A burst that starts late is credited for at most one gap, so a stall
+// does not turn into a run at line rate. The zero limiter (no software
+// rate) allows every frame.
+type swLimiter struct {
+	burst, left int
+	gap, next   int64 // one burst's time at the rate; when the next burst is due (ns)
+}
+
+func newSWLimiter(c *Config, size int, start int64) swLimiter {
+	if c.RateMbps <= 0 || c.HWPacing {
+		return swLimiter{}
+	}
+	burst := c.BurstSize
+	if burst == 0 {
+		burst = c.TxDepth
+	}
+	return swLimiter{burst: burst, gap: int64(float64(burst*size*8) * 1e3 / c.RateMbps), next: start}
+}
+
+// open starts the next burst when the last one is spent and the next is
+// due; the wait for it counts as progress, not as a stall.
+func (l *swLimiter) open(w *waiter) {
+	if l.gap == 0 || l.left > 0 {
+		return
+	}
+	now := clock.Now()
+	if now < l.next {
+		return
+	}
+	l.left = l.burst
+	l.next = max(l.next, now-l.gap) + l.gap
+	w.progress(now)
+}
+
+// allows says whether the current burst has a frame left.
+func (l *swLimiter) allows() bool { return l.gap == 0 || l.left > 0 }
+
+// took counts a frame posted from the current burst.
+func (l *swLimiter) took() {
+	if l.gap != 0 {
+		l.left--
+	}
 }

@@ -212,16 +212,18 @@ func (o *rawOptions) register(fs *pflag.FlagSet) {
 		fs.BoolVarP(&o.macFwd, "mac_fwd", "v", false, "the server sends every frame it receives back out, MAC addresses swapped")
 		registerCQMod(fs, &o.cqMod)
 	}
+	if t != session.RawLat {
+		fs.IntVar(&o.burstSize, "burst_size", 0, "frames posted at once (raw-bw: with --rate_limit_type SW; default: the tx depth)")
+	}
 	if t == session.RawBurstLat {
 		fs.StringVar(&o.percentiles, "percentiles", "", "percentiles of the true statistics (default 50,90,99,99.9,99.99)")
-		fs.IntVar(&o.burstSize, "burst_size", 0, "frames posted at once (default: the tx depth)")
 		fs.IntVar(&o.replyEvery, "reply_every", 1, "the server answers every N-th frame with a pong, which the client times (both sides)")
 	}
 	if t != session.RawLat {
 		def := map[bool]string{true: "SW", false: "PP"}[t == session.RawBurstLat]
 		fs.Float64Var(&o.rateLimit, "rate_limit", 0, "pace the client's frames to this rate (--rate_units); 0: as fast as the queue allows")
 		fs.StringVar(&o.rateUnits, "rate_units", "g", rateUnitsHelp("frames"))
-		fs.StringVar(&o.rateType, "rate_limit_type", def, "SW: bursts spaced in software (raw-burst-lat); PP: the QP's packet pacing (rate_limit)")
+		fs.StringVar(&o.rateType, "rate_limit_type", def, "SW: bursts of --burst_size frames spaced in software; PP: the QP's packet pacing (rate_limit)")
 		fs.IntVar(&o.typicalPkt, "typical_pkt_size", 0, "with PP: the typical frame size the pacing is set for (default -s)")
 	}
 }
@@ -473,8 +475,8 @@ func (o *rawOptions) parseRate() error {
 		return cli.Usagef("--rate_limit_type %s: use SW (software spacing) or PP (packet pacing); rperf has no HW static rate on raw QPs", o.rateType)
 	case o.rateType == "PP" && o.rateLimit == 0 && o.fs.Changed("rate_limit_type"):
 		return cli.Usagef("--rate_limit_type PP paces at --rate_limit: give it")
-	case o.rateType == "SW" && o.test == session.RawBW:
-		return cli.Usagef("--rate_limit_type SW: raw-bw paces through the QP only (PP)")
+	case o.test == session.RawBW && o.burstSize != 0 && (o.rateType != "SW" || o.rateLimit == 0):
+		return cli.Usagef("--burst_size: raw-bw's bursts space a software rate: add --rate_limit R --rate_limit_type SW")
 	case o.rateLimit == 0 && (o.fs.Changed("rate_units") || o.fs.Changed("typical_pkt_size")):
 		// Nothing paces without a rate: say so rather than run unpaced.
 		return cli.Usagef("--rate_units and --typical_pkt_size set how --rate_limit paces: give --rate_limit too")
@@ -847,6 +849,11 @@ func (p *rawPrinter) pacing(r reports.Result) {
 		return
 	}
 	el := time.Since(p.sizeStart)
+	if p.o.rateType == "SW" {
+		p.printf(" the rate is %.1f%% off: bursts of --burst_size frames are spaced in software, one burst's time apart from the first post to the last\n"+
+			" completion (the last burst has no gap after it: a short run reads high), and a late burst keeps at most one gap of its lateness\n", -e)
+		return
+	}
 	if w, ok := cpuWait(); ok && p.waitOK {
 		p.printf(" the rate is %.1f%% off: the sending thread waited %v for a CPU during the %v run (other work on this machine's CPUs);\n"+
 			" the engine paces when its sender runs and catches up at most 10 ms of a late sender's lateness at a time (uptime shows the load)\n",
