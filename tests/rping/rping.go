@@ -248,7 +248,7 @@ func (s *side) await(recv bool) (addr uint64, rkey, size uint32, err error) {
 		}
 		for _, wc := range s.wcs[:n] {
 			if wc.Status != verbsio.StatusSuccess {
-				if s.disconnected() {
+				if s.disconnected() || wc.Status == verbsio.StatusWRFlushErr && s.disconnectedWithin(flushGrace) {
 					return 0, 0, 0, errDisconnected
 				}
 				return 0, 0, 0, fmt.Errorf("rping: a work request completed with %s", wc.Status)
@@ -287,6 +287,31 @@ func (s *side) await(recv bool) (addr uint64, rkey, size uint32, err error) {
 func (s *side) disconnected() bool {
 	for !s.gone {
 		ev, err := s.ch.GetEvent(0)
+		if err != nil {
+			return false
+		}
+		s.gone = ev.Type == cm.EventDisconnected && ev.ID == s.id
+	}
+	return true
+}
+
+// flushGrace is how long a flushed work request waits for the
+// connection's DISCONNECTED: the peer's DREQ moves the QP to the error
+// state, which flushes the posted receive, and the CM event can come
+// after the flushed completion (seen against rdma-core's rping client on
+// rxe0: the client's three pings done, its disconnect, then the server's
+// posted receive flushed before the event).
+const flushGrace = 2 * time.Second
+
+// disconnectedWithin waits up to d for the connection's DISCONNECTED.
+func (s *side) disconnectedWithin(d time.Duration) bool {
+	end := time.Now().Add(d)
+	for !s.gone {
+		left := time.Until(end)
+		if left <= 0 {
+			return false
+		}
+		ev, err := s.ch.GetEvent(left)
 		if err != nil {
 			return false
 		}

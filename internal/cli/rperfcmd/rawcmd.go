@@ -472,7 +472,7 @@ func (o *rawOptions) parseRate() error {
 	case math.IsNaN(o.rateLimit) || math.IsInf(o.rateLimit, 0):
 		return cli.Usagef("--rate_limit %g: give a number, e.g. --rate_limit 0.1 (Gb/s)", o.rateLimit)
 	case o.rateType != "SW" && o.rateType != "PP":
-		return cli.Usagef("--rate_limit_type %s: use SW (software spacing) or PP (packet pacing); rperf has no HW static rate on raw QPs", o.rateType)
+		return cli.Usagef("--rate_limit_type %s: use SW (software spacing) or PP (packet pacing); HW is a static rate in the QP's address vector (perftest sets ah_attr.static_rate), which a raw packet QP does not have", o.rateType)
 	case o.rateType == "PP" && o.rateLimit == 0 && o.fs.Changed("rate_limit_type"):
 		return cli.Usagef("--rate_limit_type PP paces at --rate_limit: give it")
 	case o.test == session.RawBW && o.burstSize != 0 && (o.rateType != "SW" || o.rateLimit == 0):
