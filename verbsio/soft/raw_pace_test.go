@@ -86,9 +86,10 @@ func TestRawPacedStream(t *testing.T) {
 			want := time.Duration(c.frames-1) * gap
 			t.Logf("%d frames in %v as sent (%.2f%% of the rate), the sender waiting for a CPU %v of %v",
 				c.frames, span, 100*float64(want)/float64(span), waited, el)
-			if span < want*97/100 {
-				t.Errorf("%v for %d paced frames, faster than the rate allows (%v)", span, c.frames, want)
-			}
+			// Faster than the rate is judged by the schedule below, from
+			// the post: the span from the first frame's stamp is none (the
+			// stamp may come late, by the first batch's queueing or a
+			// preemption before it, and shorten the span by as much).
 			// Never ahead of the schedule, catch-ups included: frame k
 			// leaves no sooner than the rate allows k+1 frames less the
 			// bucket's 4 KiB (paceMinBurst), from the pacer's first frame,
