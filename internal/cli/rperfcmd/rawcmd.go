@@ -843,7 +843,9 @@ func (p *rawPrinter) start(session.Progress) {
 func (p *rawPrinter) pacing(r reports.Result) {
 	req := p.o.mbps
 	got := r.MsgRateMpps * float64(r.Bytes) * 8
-	e := reports.ErrorPct(req, got)
+	// The error as printed (two decimals) decides the explanation, so
+	// that -1.00% never comes with one and -1.01% always does.
+	e := math.Round(reports.ErrorPct(req, got)*100) / 100
 	p.printf(" pacing: requested %g Mb/s, achieved %.3f Mb/s (%+.2f%%)\n", req, got, e)
 	if e >= -paceTolerance && e <= paceTolerance {
 		return

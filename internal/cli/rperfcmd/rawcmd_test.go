@@ -403,6 +403,31 @@ func TestRawBWPacedCommand(t *testing.T) {
 	}
 }
 
+// TestRawPacingLine: the pacing line's explanation follows the error as
+// printed (two decimals): TestRawBWPacedCommand reads the printed figure,
+// and a reader sees -1.00% as within the 1% tolerance.
+func TestRawPacingLine(t *testing.T) {
+	for _, c := range []struct {
+		achieved float64 // Mb/s of 10 asked
+		want     string
+		explain  bool
+	}{
+		{10, "(+0.00%)", false},
+		{9.8996, "(-1.00%)", false},  // -1.004%
+		{10.1004, "(+1.00%)", false}, // +1.004%
+		{9.8994, "(-1.01%)", true},   // -1.006%
+		{10.1006, "(+1.01%)", true},
+		{5, "(-50.00%)", true},
+	} {
+		var out strings.Builder
+		p := &rawPrinter{errPrinter: errPrinter{w: &out}, o: &rawOptions{mbps: 10, rateType: "PP"}}
+		p.pacing(reports.Result{Bytes: 1514, Bandwidth: &reports.Bandwidth{MsgRateMpps: c.achieved / (1514 * 8)}})
+		if !strings.Contains(out.String(), c.want) || strings.Contains(out.String(), "the rate is") != c.explain {
+			t.Errorf("%v Mb/s of 10: %q; want %s, explained: %v", c.achieved, out.String(), c.want, c.explain)
+		}
+	}
+}
+
 func TestRawLatCommand(t *testing.T) {
 	s := newRawSides(t)
 	// perftest's reading: both sides take the same -k (the client's
