@@ -2,10 +2,6 @@ package soft_test
 
 import (
 	"encoding/binary"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -327,71 +323,25 @@ func TestRawFlowWhileTraffic(t *testing.T) {
 
 // rawDrops are the kernel's drop counters on a raw wire's way from A to
 // B's engine: the receiver's packet ring (rx_ring_drops, from
-// PACKET_STATISTICS), the veth ends (A's tx_dropped, B's rx_dropped) and
-// the CPUs' backlogs (/proc/net/softnet_stat, every CPU: not per
-// namespace).
-type rawDrops struct{ Ring, LinkTX, LinkRX, Backlog uint64 }
-
-func (d rawDrops) total() int { return int(d.Ring + d.LinkTX + d.LinkRX + d.Backlog) }
-
-func (d rawDrops) sub(o rawDrops) rawDrops {
-	return rawDrops{d.Ring - o.Ring, d.LinkTX - o.LinkTX, d.LinkRX - o.LinkRX, d.Backlog - o.Backlog}
+// PACKET_STATISTICS) and the wire's (netns.Drops: the links, the CPUs'
+// backlogs).
+type rawDrops struct {
+	Ring uint64
+	netns.Drops
 }
+
+func (d rawDrops) total() int { return int(d.Ring + d.Drops.Total()) }
+
+func (d rawDrops) sub(o rawDrops) rawDrops { return rawDrops{d.Ring - o.Ring, d.Drops.Sub(o.Drops)} }
 
 // kernelDrops reads the wire's drop counters.
 func (w *rawWire) kernelDrops(t testing.TB) rawDrops {
 	t.Helper()
-	var d rawDrops
-	d.Ring = w.b.ctx.Impl().(counterer).Counters()["rx_ring_drops"]
-	_, d.LinkTX = linkDrops(t, w.a.host)
-	d.LinkRX, _ = linkDrops(t, w.b.host)
-	b, err := os.ReadFile("/proc/net/softnet_stat")
+	d, err := w.pair.Drops()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if f := strings.Fields(line); len(f) > 1 {
-			n, err := strconv.ParseUint(f[1], 16, 32) // the second column: backlog drops
-			if err != nil {
-				t.Fatalf("softnet_stat %q: %v", line, err)
-			}
-			d.Backlog += n
-		}
-	}
-	return d
-}
-
-// linkDrops reads the host's link's rx_dropped and tx_dropped, from
-// /proc/net/dev of its namespace.
-func linkDrops(t testing.TB, h netns.Host) (rx, tx uint64) {
-	t.Helper()
-	err := h.Run(func() error {
-		b, err := os.ReadFile("/proc/thread-self/net/dev")
-		if err != nil {
-			return err
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			name, rest, ok := strings.Cut(line, ":")
-			if !ok || strings.TrimSpace(name) != h.Link {
-				continue
-			}
-			// receive: bytes packets errs drop ...; transmit from the 9th.
-			f := strings.Fields(rest)
-			if len(f) < 12 {
-				return fmt.Errorf("/proc/net/dev: %q", line)
-			}
-			if rx, err = strconv.ParseUint(f[3], 10, 64); err != nil {
-				return err
-			}
-			tx, err = strconv.ParseUint(f[11], 10, 64)
-			return err
-		}
-		return fmt.Errorf("/proc/net/dev has no %s", h.Link)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rx, tx
+	return rawDrops{w.b.ctx.Impl().(counterer).Counters()["rx_ring_drops"], d}
 }
 
 // drainFor polls cq for d and returns what came.

@@ -489,3 +489,15 @@ func TestNeighbors(t *testing.T) {
 		})
 	}
 }
+
+// TestDrops reads the drop counters of every link of a pair with a
+// bridge in the middle, and names a link its namespace lacks.
+func TestDrops(t *testing.T) {
+	p := Setup(t, Options{Middle: true, Bridge: true})
+	if _, err := p.Drops(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := linkDrops(p.A.NS, "nosuch0"); err == nil || !strings.Contains(err.Error(), "has no nosuch0") {
+		t.Errorf("an unknown link: %v", err)
+	}
+}
