@@ -143,6 +143,9 @@ type runner struct {
 	recv []verbsio.RecvWR // one prebuilt WR per receive slot
 	rsgl []verbsio.SGE
 	wcs  []verbsio.WC
+	// carry: receive completions a bw server's size took from the CQ
+	// that are the next size's (the client went on within a batch).
+	carry []verbsio.WC
 	// sendWCs counts the bw client's send completions (for the tests).
 	sendWCs int
 }
@@ -256,6 +259,7 @@ func setup(dev *verbsio.Context, c *Config) (r *runner, err error) {
 		r.recv[i] = verbsio.RecvWR{ID: uint64(i), SGL: r.rsgl[i : i+1]}
 	}
 	r.wcs = make([]verbsio.WC, 64)
+	r.carry = make([]verbsio.WC, 0, len(r.wcs))
 	if c.MacFwd {
 		r.fsgl = make([]verbsio.SGE, c.RxDepth)
 		r.fwd = make([]verbsio.SendWR, c.RxDepth)
@@ -571,6 +575,17 @@ type stallError struct {
 
 func (e *stallError) Error() string {
 	return fmt.Sprintf("raw test: %s: nothing for %v (is the peer running, sending to this side's MAC, IP and port, and to a server from the client's IP and port the server was given?)", e.what, e.limit)
+}
+
+// pollCarried is poll that first returns, up to n, the completions an
+// earlier size carried (runner.carry).
+func (r *runner) pollCarried(w *waiter, n int) (int, error) {
+	if len(r.carry) == 0 {
+		return r.poll(w, n)
+	}
+	k := copy(r.wcs[:n], r.carry)
+	r.carry = r.carry[:copy(r.carry, r.carry[k:])]
+	return k, nil
 }
 
 // poll polls up to n completions into r.wcs; when there are none it runs

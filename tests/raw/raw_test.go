@@ -116,6 +116,10 @@ func pairEnds(t *testing.T, opts netns.Options, test session.Test, tune func(c *
 	return client, o.res, a, b
 }
 
+// TestRawBW runs raw_ethernet_bw over a veth pair: UDP and TCP flows, one
+// size and three, a sniffer and a promiscuous server. Each size's results
+// add up (received and lost: the iterations), and every frame the server
+// reports lost is one the kernel or the engine dropped and counted.
 func TestRawBW(t *testing.T) {
 	const n = 2000
 	for _, c := range []struct {
@@ -132,7 +136,9 @@ func TestRawBW(t *testing.T) {
 		{"promiscuous server", []int{100}, 2, 1, true, verbsio.FlowAllDefault},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			client, server := pair(t, session.RawBW, func(cfg *raw.Config) {
+			var wire *netns.Pair
+			var before netns.Drops
+			client, server, _, b := pairEnds(t, netns.Options{}, session.RawBW, func(cfg *raw.Config) {
 				cfg.Sizes, cfg.Iterations, cfg.Flows, cfg.FlowsBurst = c.sizes, n, c.flows, c.burst
 				cfg.Frame.TCP = c.tcp
 				if cfg.Server {
@@ -141,10 +147,17 @@ func TestRawBW(t *testing.T) {
 				// Enough receives that a veth between two namespaces
 				// keeps up: a lost frame is reported, not waited for.
 				cfg.RxDepth = 4096
+			}, func(p *netns.Pair) {
+				wire = p
+				var err error
+				if before, err = p.Drops(); err != nil {
+					t.Fatal(err)
+				}
 			})
 			if len(client) != len(c.sizes) || len(server) != len(c.sizes) {
 				t.Fatalf("%d client and %d server results for %d sizes", len(client), len(server), len(c.sizes))
 			}
+			var lost int64
 			for i, size := range c.sizes {
 				cr, sr := client[i], server[i]
 				if cr.Test != "raw_ethernet_bw" || cr.Bytes != int64(size) || cr.Iterations != n || cr.MsgRateMpps <= 0 || cr.Path != "generic" {
@@ -153,10 +166,25 @@ func TestRawBW(t *testing.T) {
 				if sr.Bytes != int64(size) || sr.Iterations+sr.Bandwidth.LostMessages != n || sr.Iterations < 2 || sr.MsgRateMpps <= 0 {
 					t.Errorf("server %d B: %d frames, %d lost, %.3f Mpps; want %d in all", size, sr.Iterations, sr.Bandwidth.LostMessages, sr.MsgRateMpps, n)
 				}
-				if sr.Bandwidth.LostMessages > n/2 {
-					t.Errorf("server %d B: %d of %d frames lost", size, sr.Bandwidth.LostMessages, n)
-				}
+				lost += sr.Bandwidth.LostMessages
 				t.Logf("%d B: client %.3f Mpps, server %.3f Mpps, %d lost", size, cr.MsgRateMpps, sr.MsgRateMpps, sr.Bandwidth.LostMessages)
+			}
+			// Every frame the server reports lost is one the kernel (its
+			// ring full while the server was off a CPU, a backlog, a link)
+			// or the engine (no receive posted) dropped and counted: none
+			// on an idle machine; what arrived is counted, whichever
+			// size's turn took it from the CQ.
+			after, err := wire.Drops()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cnt := b.dev.Counters()
+			wireDrops := after.Sub(before)
+			if dropped := int64(cnt["rx_ring_drops"] + cnt["rx_no_wqe"] + wireDrops.Total()); lost > dropped {
+				t.Errorf("the server reported %d frames lost; the kernel and the engine dropped %d (ring %d, no receive posted %d, wire %+v): frames that arrived were not counted",
+					lost, dropped, cnt["rx_ring_drops"], cnt["rx_no_wqe"], wireDrops)
+			} else if lost > 0 {
+				t.Logf("%d frames lost, all dropped on the way (ring %d, no receive posted %d, wire %+v)", lost, cnt["rx_ring_drops"], cnt["rx_no_wqe"], wireDrops)
 			}
 		})
 	}
