@@ -96,10 +96,11 @@ func TestRawPacedStream(t *testing.T) {
 			// which left after start (taken before the post). A stamp is
 			// taken after the pacer let its frame go, so it is never
 			// earlier than the pacer's decision; the first frame's stamp is
-			// no origin (it may come late: the sender preempted between
-			// the pacer and the system call, 130 us once under load in
-			// CI). Slack: the bucket's 5 us tolerance (pace.LateTolerance)
-			// and the clock's reading.
+			// no origin (it may come late: whatever runs between the pacer
+			// and the system call, the batch's queueing or a preemption,
+			// delays it: 130 us once in CI with io=xdp, the sender waiting
+			// 1 ms for a CPU in all). Slack: the bucket's 5 us tolerance
+			// (pace.LateTolerance) and the clock's reading.
 			burst := time.Duration(float64(4096*8) * float64(time.Second) / (float64(c.kbps) * 1000))
 			for k, a := range at {
 				if early := time.Duration(k+1)*gap - burst - a.Sub(start); early > 10*time.Microsecond {
