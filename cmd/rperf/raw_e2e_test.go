@@ -5,7 +5,6 @@ import (
 	"net"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -47,11 +46,14 @@ var rawReady = regexp.MustCompile(`^ Clock\s+:`)
 // to the last completion); the server's is from the first arrival to the
 // last. Neither may be above the rate: the bucket's initial 4 KiB burst
 // moves the client's figure by +0.03%, so +1% is a pacer that runs ahead.
-// Below, the bound is what holds on a loaded two-CPU machine, not the 1%
-// goal (docs/raw-pacing.sh measures that): at least 80% in one of up to
-// three runs. A pacer that loses time structurally (the 40 Mb/s bug) does
-// so in every run; a machine busy with other work does not starve the
-// sender the same way three times.
+// Below the rate, the client is judged over the time its sending thread
+// could run: rperf says, when the rate is more than 1% off, how long that
+// thread waited for a CPU during the run, and the engine, which paces when
+// its sender runs and catches up 10 ms of a late sender's lateness, loses
+// no more of the rate than that wait (a loaded machine's). At least 80%
+// of the rate over the run less the wait; the 40 Mb/s bug lost the time
+// while the client slept, not waited, and reads 40%. A run whose sender
+// waited for more than half of it leaves too little to judge (logged).
 func TestRawBWPacedProcesses(t *testing.T) {
 	pair := netns.Setup(t, netns.Options{})
 	macA, macB := macOf(t, pair.A.NS, pair.A.Link), macOf(t, pair.B.NS, pair.B.Link)
@@ -59,47 +61,52 @@ func TestRawBWPacedProcesses(t *testing.T) {
 	const (
 		mbps   = 100.0
 		frames = "10000"
-		runs   = 3
 	)
-	var got []string
-	for run := 0; run < runs; run++ {
-		dir := t.TempDir()
-		// perftest's address flags: -J the server's IP and -j the
-		// client's, the same on both sides.
-		sp := startCmd(t, netns.Command(pair.B.NS, rperfBin, "raw-bw", "-d", "raw_"+pair.B.Link, "-Z", "-E", macA, "-J", ipB, "-j", ipA,
-			"-s", "1514", "-n", frames, "-r", "8192", "--timeout", "10s", "--json", filepath.Join(dir, "server.json")))
-		sp.waitLine(t, rawReady, 30*time.Second)
-		cli := runCmd(t, netns.Command(pair.A.NS, rperfBin, "raw-bw", "-d", "raw_"+pair.A.Link, "-P", "-E", macB, "-J", ipB, "-j", ipA,
-			"-s", "1514", "-n", frames, "--rate_limit", fmt.Sprint(mbps/1000), "--json", filepath.Join(dir, "client.json"))) // in Gb/s, perftest's default unit
-		code := sp.wait(t, 30*time.Second)
-		if cli.code != 0 || code != 0 {
-			t.Fatalf("client exit %d, stderr %s; server exit %d, stderr %s", cli.code, cli.stderr, code, sp.errb.String())
-		}
-		c := rawBWRate(t, filepath.Join(dir, "client.json"))
-		s := rawBWRate(t, filepath.Join(dir, "server.json"))
-		// The client explains a rate more than 1% off with its CPU waits.
-		why := ""
-		for _, l := range strings.Split(cli.stdout, "\n") {
-			if strings.Contains(l, "waited") {
-				why = strings.TrimSpace(l)
-			}
-		}
-		t.Logf("run %d: client %.3f Mb/s, server %.3f Mb/s (asked %v) %s", run+1, c, s, mbps, why)
-		if c > mbps*1.01 || s > mbps*1.01 {
-			t.Fatalf("run %d: client %.3f Mb/s, server %.3f Mb/s: above the %v Mb/s asked (the pacer runs ahead)", run+1, c, s, mbps)
-		}
-		if s < c*0.97 && code == 0 {
-			// The receiver lost frames or was starved: say so; the
-			// client's rate is the pacer's.
-			t.Logf("run %d: the server's rate is %.1f%% under the client's", run+1, 100*(1-s/c))
-		}
-		got = append(got, fmt.Sprintf("%.1f", c))
-		if c >= mbps*0.8 {
-			return
-		}
+	dir := t.TempDir()
+	// perftest's address flags: -J the server's IP and -j the client's,
+	// the same on both sides.
+	sp := startCmd(t, netns.Command(pair.B.NS, rperfBin, "raw-bw", "-d", "raw_"+pair.B.Link, "-Z", "-E", macA, "-J", ipB, "-j", ipA,
+		"-s", "1514", "-n", frames, "-r", "8192", "--timeout", "10s", "--json", filepath.Join(dir, "server.json")))
+	sp.waitLine(t, rawReady, 30*time.Second)
+	cli := runCmd(t, netns.Command(pair.A.NS, rperfBin, "raw-bw", "-d", "raw_"+pair.A.Link, "-P", "-E", macB, "-J", ipB, "-j", ipA,
+		"-s", "1514", "-n", frames, "--rate_limit", fmt.Sprint(mbps/1000), "--json", filepath.Join(dir, "client.json"))) // in Gb/s, perftest's default unit
+	code := sp.wait(t, 30*time.Second)
+	if cli.code != 0 || code != 0 {
+		t.Fatalf("client exit %d, stderr %s; server exit %d, stderr %s", cli.code, cli.stderr, code, sp.errb.String())
 	}
-	t.Errorf("paced at %v Mb/s, the client achieved %s Mb/s in %d runs: under 80%% every time (a pacer that loses time while the client waits)",
-		mbps, strings.Join(got, ", "), runs)
+	c := rawBWRate(t, filepath.Join(dir, "client.json"))
+	s := rawBWRate(t, filepath.Join(dir, "server.json"))
+	t.Logf("client %.3f Mb/s, server %.3f Mb/s (asked %v)", c, s, mbps)
+	if c > mbps*1.01 || s > mbps*1.01 {
+		t.Fatalf("client %.3f Mb/s, server %.3f Mb/s: above the %v Mb/s asked (the pacer runs ahead)", c, s, mbps)
+	}
+	if s < c*0.97 {
+		// The receiver lost frames or was starved: say so; the
+		// client's rate is the pacer's.
+		t.Logf("the server's rate is %.1f%% under the client's", 100*(1-s/c))
+	}
+	if c >= mbps*0.8 {
+		return
+	}
+	m := regexp.MustCompile(`waited (\S+) for a CPU during the (\S+) run`).FindStringSubmatch(cli.stdout)
+	if m == nil {
+		t.Fatalf("client %.3f Mb/s of %v, and no line saying how long its sender waited for a CPU:\n%s", c, mbps, cli.stdout)
+	}
+	waited, err1 := time.ParseDuration(m[1])
+	el, err2 := time.ParseDuration(m[2])
+	if err1 != nil || err2 != nil || el <= 0 {
+		t.Fatalf("the wait line %q: %v, %v", m[0], err1, err2)
+	}
+	ran := el - waited
+	t.Logf("the sender waited %v for a CPU during the %v run", waited, el)
+	if ran < el/2 {
+		t.Logf("the sender waited for more than half of the run: too little to judge the pacer by")
+		return
+	}
+	if r := c * float64(el) / float64(ran); r < mbps*0.8 {
+		t.Errorf("paced at %v Mb/s, the client achieved %.3f Mb/s, %.1f Mb/s over the %v its sender could run: under 80%% (a pacer that loses time while the client waits)",
+			mbps, c, r, ran)
+	}
 }
 
 // rawBWRate is the Mb/s of the one raw_ethernet_bw result of 1514-byte
