@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rperf/rperf/internal/cli/rperfcmd"
 	"github.com/rperf/rperf/internal/testsupport/netns"
 	"github.com/rperf/rperf/reports"
 )
@@ -88,14 +89,9 @@ func TestRawBWPacedProcesses(t *testing.T) {
 	if c >= mbps*0.8 {
 		return
 	}
-	m := regexp.MustCompile(`waited (\S+) for a CPU during the (\S+) run`).FindStringSubmatch(cli.stdout)
-	if m == nil {
+	waited, el, ok := rperfcmd.PacingWait(cli.stdout)
+	if !ok {
 		t.Fatalf("client %.3f Mb/s of %v, and no line saying how long its sender waited for a CPU:\n%s", c, mbps, cli.stdout)
-	}
-	waited, err1 := time.ParseDuration(m[1])
-	el, err2 := time.ParseDuration(m[2])
-	if err1 != nil || err2 != nil || el <= 0 {
-		t.Fatalf("the wait line %q: %v, %v", m[0], err1, err2)
 	}
 	ran := el - waited
 	t.Logf("the sender waited %v for a CPU during the %v run", waited, el)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -851,18 +852,48 @@ func (p *rawPrinter) pacing(r reports.Result) {
 		return
 	}
 	el := time.Since(p.sizeStart)
+	w, ok := cpuWait()
+	ok = ok && p.waitOK
 	if p.o.rateType == "SW" {
 		p.printf(" the rate is %.1f%% off: bursts of --burst_size frames are spaced in software, one burst's time apart from the first post to the last\n"+
 			" completion (the last burst has no gap after it: a short run reads high), and a late burst keeps at most one gap of its lateness\n", -e)
+		if ok {
+			p.printf(" the sending thread "+pacingWaitFormat+" (other work on this machine's CPUs)\n", (w - p.waitStart).Round(time.Millisecond), el.Round(time.Millisecond))
+		}
 		return
 	}
-	if w, ok := cpuWait(); ok && p.waitOK {
-		p.printf(" the rate is %.1f%% off: the sending thread waited %v for a CPU during the %v run (other work on this machine's CPUs);\n"+
+	if ok {
+		p.printf(" the rate is %.1f%% off: the sending thread "+pacingWaitFormat+" (other work on this machine's CPUs);\n"+
 			" the engine paces when its sender runs and catches up at most 10 ms of a late sender's lateness at a time (uptime shows the load)\n",
 			-e, (w - p.waitStart).Round(time.Millisecond), el.Round(time.Millisecond))
 	} else {
 		p.printf(" the rate is %.1f%% off: the engine paces when its sender runs, and a descheduled sender sends late\n", -e)
 	}
+}
+
+// pacingWaitFormat is how a paced raw-bw client's report says how long
+// its sending thread waited for a CPU during the run (PacingWait reads
+// it back).
+const pacingWaitFormat = "waited %v for a CPU during the %v run"
+
+var pacingWaitRE = regexp.MustCompile(`waited (\S+) for a CPU during the (\S+) run`)
+
+// PacingWait reads a paced raw-bw client's report (rperf raw-bw's
+// output): how long its sending thread waited for a CPU and how long the
+// run took, when the report says so (a rate more than 1% off, and the
+// kernel keeps schedstat). Tests judge a shortfall by the time the sender
+// could run.
+func PacingWait(out string) (waited, run time.Duration, ok bool) {
+	m := pacingWaitRE.FindStringSubmatch(out)
+	if m == nil {
+		return 0, 0, false
+	}
+	waited, err1 := time.ParseDuration(m[1])
+	run, err2 := time.ParseDuration(m[2])
+	if err1 != nil || err2 != nil || run <= 0 {
+		return 0, 0, false
+	}
+	return waited, run, true
 }
 
 func (p *rawPrinter) ready(in raw.Info) {
