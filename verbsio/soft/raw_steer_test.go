@@ -258,15 +258,15 @@ func TestRawFlowWhileTraffic(t *testing.T) {
 	waitSent(200) // traffic flows, and no rule takes it
 	expectNone(t, w.b.cq, 20*time.Millisecond)
 
+	drops0 := w.kernelDrops(t) // before any frame the rule is for
 	fl := mustFlow(t, qb, w.b.dstMAC(0, verbsio.FlowUDP{Val: verbsio.PortFilter{Dst: 9300}, Mask: verbsio.PortFilter{Dst: 0xffff}}))
 	// The sender counts a frame after its PostSend returned: frame
 	// sent.Load() may be on the wire already, posted before the rule
 	// existed (and dropped by the socket filter), its sender preempted
-	// before it counted it (CI, -race: frame 223 lost, 4,096 later ones
-	// arrived; a 5 ms sleep there loses it every time). The next frame's
-	// post starts after the count this load reads.
+	// before it counted it (seen once under -race: frame 223 lost, 4,096
+	// later ones arrived; a 5 ms sleep there loses it 2 runs in 3). The
+	// next frame's post starts after the count this load reads.
 	from := sent.Load() + 1
-	drops0 := w.kernelDrops(t)
 	waitSent(from + 500)
 	last := sent.Load()
 	seen := map[int64]bool{}
