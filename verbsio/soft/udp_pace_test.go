@@ -179,19 +179,36 @@ func TestUDPPacedStream(t *testing.T) {
 // median, which is judged as it is.
 func checkGaps(t *testing.T, at []time.Time, want time.Duration, burst int, catchUp time.Duration, rxStalls int64) {
 	t.Helper()
+	checkGapsWaited(t, at, nil, want, burst, catchUp, rxStalls)
+}
+
+// checkGapsWaited is checkGaps knowing, per gap (waited[i]: between at[i]
+// and at[i+1]), how long the sender waited for a CPU within it: a gap
+// with a wait over a tenth of the rate's gap is the scheduler's, not the
+// pacer's, and is not judged (a wait under that cannot alone move a gap
+// out of the median's 10%). nil: no waits known.
+func checkGapsWaited(t *testing.T, at []time.Time, waited []time.Duration, want time.Duration, burst int, catchUp time.Duration, rxStalls int64) {
+	t.Helper()
 	gaps := make([]time.Duration, 0, len(at))
 	for i := 1; i < len(at); i++ {
 		gaps = append(gaps, at[i].Sub(at[i-1]))
 	}
 	// after is how many short gaps may still be the catch-up of the last
 	// late packet (up to what the bucket holds, pace.TakeDue).
-	var short, caught, long, stalls int64
+	var short, caught, long, stalls, sched int64
 	after := 0
 	judged := gaps // with catchUp: the gaps that are no catch-up
-	if catchUp > 0 {
+	if catchUp > 0 || waited != nil {
 		judged = nil
 	}
 	for i, g := range gaps {
+		if waited != nil && waited[i] > want/10 {
+			sched++
+			if after = 0; g > want*3/2 {
+				after = burst + int(min(g, catchUp)/want)
+			}
+			continue
+		}
 		switch {
 		case g < want/2 && after > 0:
 			caught++
@@ -208,15 +225,22 @@ func checkGaps(t *testing.T, at []time.Time, want time.Duration, burst int, catc
 		if g > want*3/2 {
 			after = burst + int(min(g, catchUp)/want)
 		}
-		if catchUp > 0 {
+		if catchUp > 0 || waited != nil {
 			judged = append(judged, g)
 		}
 	}
 	excused := min(long, rxStalls)
+	n := int64(len(gaps))
+	if waited != nil {
+		t.Logf("%d of %d gaps with the sender waiting over %v for a CPU in them: the scheduler's, not judged", sched, n, want/10)
+		if len(judged) < 20 {
+			t.Logf("%d gaps left to judge: too few (the sender waited for a CPU in nearly every gap)", len(judged))
+			return
+		}
+	}
 	sorted := slices.Sorted(slices.Values(judged))
 	q := func(f float64) time.Duration { return sorted[int(f*float64(len(sorted)-1))] }
-	n := int64(len(gaps))
-	if catchUp > 0 {
+	if catchUp > 0 || waited != nil {
 		t.Logf("percentiles of the %d gaps that are no catch-up:", len(judged))
 	}
 	t.Logf("gaps on the wire: p10 %v, p25 %v, median %v, p75 %v, p90 %v (want %v); under half: %d, and %d catching up after a late one; over twice: %d before a catch-up (a sender stall), %d others, %d of them excused (the receiver's time off the CPUs accounts for up to %d); of %d",
