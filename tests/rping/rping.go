@@ -73,6 +73,16 @@ type Options struct {
 	// CM opens the connection manager; Device, if set, is used instead.
 	CM     cm.Options
 	Device *cm.Device
+
+	// events, if set, is what the side reads its CM events through
+	// instead of its event channel (the tests reorder events with it).
+	events func(*cm.EventChannel) eventSource
+}
+
+// eventSource delivers a side's CM events: its event channel, or what a
+// test put in between.
+type eventSource interface {
+	GetEvent(timeout time.Duration) (*cm.Event, error)
 }
 
 func (o *Options) check() error {
@@ -98,6 +108,7 @@ type side struct {
 	cmdev *cm.Device
 	owns  bool
 	ch    *cm.EventChannel
+	ev    eventSource // ch, or Options.events of it
 	id    *cm.ID
 	pd    *verbsio.PD
 	cq    *verbsio.CQ
@@ -122,6 +133,10 @@ func (s *side) rdmaOff() int { return startOff + s.o.Size + 64 }
 
 func newSide(dev *verbsio.Context, o Options) (*side, error) {
 	s := &side{o: o, dev: dev, cmdev: o.Device, ch: cm.NewEventChannel()}
+	s.ev = s.ch
+	if o.events != nil {
+		s.ev = o.events(s.ch)
+	}
 	var err error
 	if s.cmdev == nil {
 		if s.cmdev, err = cm.Open(dev, o.CM); err != nil {
@@ -251,6 +266,9 @@ func (s *side) await(recv bool) (addr uint64, rkey, size uint32, err error) {
 				if s.disconnected() || wc.Status == verbsio.StatusWRFlushErr && s.disconnectedWithin(flushGrace) {
 					return 0, 0, 0, errDisconnected
 				}
+				if wc.Status == verbsio.StatusWRFlushErr {
+					return 0, 0, 0, fmt.Errorf("rping: a work request was flushed (%s) and the connection's DISCONNECTED did not come within %v: the QP went to the error state while the peer had not disconnected", wc.Status, flushGrace)
+				}
 				return 0, 0, 0, fmt.Errorf("rping: a work request completed with %s", wc.Status)
 			}
 			if wc.Opcode.IsRecv() {
@@ -286,7 +304,7 @@ func (s *side) await(recv bool) (addr uint64, rkey, size uint32, err error) {
 // disconnected reports whether the connection's DISCONNECTED came.
 func (s *side) disconnected() bool {
 	for !s.gone {
-		ev, err := s.ch.GetEvent(0)
+		ev, err := s.ev.GetEvent(0)
 		if err != nil {
 			return false
 		}
@@ -311,7 +329,7 @@ func (s *side) disconnectedWithin(d time.Duration) bool {
 		if left <= 0 {
 			return false
 		}
-		ev, err := s.ch.GetEvent(left)
+		ev, err := s.ev.GetEvent(left)
 		if err != nil {
 			return false
 		}
@@ -397,7 +415,7 @@ func Server(dev *verbsio.Context, addr netip.AddrPort, o Options, listening func
 	}
 	var ev *cm.Event
 	for ev == nil || ev.Type != cm.EventConnectRequest {
-		if ev, err = s.ch.GetEvent(o.Timeout); err != nil {
+		if ev, err = s.ev.GetEvent(o.Timeout); err != nil {
 			return 0, fmt.Errorf("rping: no client within %v: %w", o.Timeout, err)
 		}
 	}
@@ -517,7 +535,7 @@ func Client(dev *verbsio.Context, src netip.Addr, dst netip.AddrPort, o Options)
 
 func (s *side) connect(src netip.Addr, dst netip.AddrPort) error {
 	wait := func(want cm.EventType) error {
-		ev, err := s.ch.GetEvent(s.o.Timeout)
+		ev, err := s.ev.GetEvent(s.o.Timeout)
 		if err != nil {
 			return fmt.Errorf("rping: waiting for %s: %w", want, err)
 		}
