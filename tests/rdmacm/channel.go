@@ -182,6 +182,15 @@ func (c *Channel) dial(src netip.Addr, dst netip.AddrPort) error {
 	if err != nil {
 		_ = id.Destroy()
 		_ = id.DestroyQP()
+		if qp != nil {
+			// The CM moved the refused QP to the error state, which
+			// flushed its posted receives into the channel's CQs: the
+			// next attempt gets new CQs, or its first read would take
+			// that flush for its own connection's end.
+			if cerr := c.newCQs(); cerr != nil {
+				return fmt.Errorf("rdma_cm: new CQs for the channel after %v: %w", err, cerr)
+			}
+		}
 		return err
 	}
 	c.id, c.qp = id, qp
@@ -343,10 +352,7 @@ func newChannel(dev *verbsio.Context, o Options, server bool) (c *Channel, err e
 	if c.pd, err = dev.AllocPD(); err != nil {
 		return c, err
 	}
-	if c.scq, err = dev.CreateCQ(4); err != nil {
-		return c, err
-	}
-	if c.rcq, err = dev.CreateCQ(RecvSlots + 4); err != nil {
+	if err = c.newCQs(); err != nil {
 		return c, err
 	}
 	if c.buf, err = dev.Alloc(sendOff + SlotSize); err != nil {
@@ -356,6 +362,24 @@ func newChannel(dev *verbsio.Context, o Options, server bool) (c *Channel, err e
 		return c, err
 	}
 	return c, nil
+}
+
+// newCQs gives the channel new send and receive CQs, destroying those it
+// had.
+func (c *Channel) newCQs() error {
+	for _, cq := range []**verbsio.CQ{&c.scq, &c.rcq} {
+		if *cq != nil {
+			if err := (*cq).Destroy(); err != nil {
+				return err
+			}
+			*cq = nil
+		}
+	}
+	var err error
+	if c.scq, err = c.dev.CreateCQ(4); err == nil {
+		c.rcq, err = c.dev.CreateCQ(RecvSlots + 4)
+	}
+	return err
 }
 
 func (c *Channel) qpAttr() verbsio.QPInitAttr {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rperf/rperf/verbsio"
 	"github.com/rperf/rperf/verbsio/cm"
+	"github.com/rperf/rperf/verbsio/cm/mad"
 	_ "github.com/rperf/rperf/verbsio/soft" // shm0
 )
 
@@ -20,6 +21,14 @@ import (
 // of one process must not claim the same address), and connects a
 // channel between them on port.
 func pair(t *testing.T, port uint16) (srv, cli *Channel) {
+	t.Helper()
+	return pairRefused(t, port, false)
+}
+
+// pairRefused is pair; with refused, the client dials first and the
+// server listens only once the client's CM received a REJ (nothing
+// listened): the client's channel is its second attempt.
+func pairRefused(t *testing.T, port uint16, refused bool) (srv, cli *Channel) {
 	t.Helper()
 	open := func(addr string) (*verbsio.Context, *cm.Device) {
 		ctx, err := verbsio.Open("shm0")
@@ -47,6 +56,26 @@ func pair(t *testing.T, port uint16) (srv, cli *Channel) {
 	}
 	sctx, sdev := open("127.0.0.1")
 	cctx, cdev := open("127.0.0.2")
+	type dialed struct {
+		c   *Channel
+		err error
+	}
+	dialDone := make(chan dialed, 1)
+	dial := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, err := Dial(ctx, cctx, netip.MustParseAddr("127.0.0.2"), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port), Options{Device: cdev, Timeout: 5 * time.Second})
+		dialDone <- dialed{c, err}
+	}
+	if refused {
+		go dial()
+		rej := int(mad.AttrREJ - mad.AttrREQ)
+		for end := time.Now().Add(10 * time.Second); cdev.Counters().Rx[rej] == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatal("the client's CM received no REJ within 10 s of dialing a port nobody listens on")
+			}
+		}
+	}
 	l, err := Listen(sctx, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port), Options{Device: sdev, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -57,17 +86,58 @@ func pair(t *testing.T, port uint16) (srv, cli *Channel) {
 		srv, err = l.Accept(context.Background(), 10*time.Second)
 		accepted <- err
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cli, err = Dial(ctx, cctx, netip.MustParseAddr("127.0.0.2"), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port), Options{Device: cdev, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
+	if !refused {
+		dial()
+	}
+	d := <-dialDone
+	if d.err != nil {
+		t.Fatal(d.err)
 	}
 	if err := <-accepted; err != nil {
 		t.Fatal(err)
 	}
 	_ = l.Close()
-	return srv, cli
+	return srv, d.c
+}
+
+// TestChannelAfterRefusal: a client that dialed before the server
+// listened (refused, REJ 8, then connected on its next attempt) reads
+// and writes on the channel. (Its refused attempt's QP had its receives
+// flushed into the channel's CQs, and the first read took that flush for
+// the new connection's: rperf -R client and server started together
+// failed so under load, each saying the other closed the connection.)
+func TestChannelAfterRefusal(t *testing.T) {
+	srv, cli := pairRefused(t, 7730, true)
+	for _, dir := range []struct {
+		name     string
+		from, to *Channel
+	}{{"server to client", srv, cli}, {"client to server", cli, srv}} {
+		msg := []byte("6.06\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")
+		done := make(chan error, 1)
+		go func() {
+			_, err := dir.from.Write(msg)
+			done <- err
+		}()
+		got := make([]byte, len(msg))
+		dir.to.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(dir.to, got); err != nil {
+			t.Fatalf("%s: read: %v", dir.name, err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("%s: write: %v", dir.name, err)
+		}
+		if !bytes.Equal(got, msg) {
+			t.Fatalf("%s: got %q, sent %q", dir.name, got, msg)
+		}
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- srv.Close() }()
+	if err := cli.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := <-closed; err != nil {
+		t.Error(err)
+	}
 }
 
 // TestChannel: messages cross in order, one SEND each or, past SlotSize,
