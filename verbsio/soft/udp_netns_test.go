@@ -697,3 +697,68 @@ func TestUDPStalledReadResponder(t *testing.T) {
 			sent, need, 100*float64(sent-need)/float64(sent), ca["timeouts"])
 	}
 }
+
+// TestUDPLateAckAfterTimeout stalls the responder of a WRITE stream on
+// the slow link (TestUDPSlowPeerWindow's) for longer than the requester's
+// timeout, with the requests on their way: the requester times out and
+// resends from the oldest unacknowledged PSN, then the responder wakes,
+// takes the requests that waited for it and acknowledges them all. The
+// resend must stop there: the responder may see as duplicates what the
+// requester resent before that acknowledgement (a window per timeout),
+// not the whole flight again. (Under load a responder off the CPU for
+// 67 ms does this: TestUDPSlowPeerWindow once counted 1,390 duplicates
+// after three timeouts, 16% of the packets sent.)
+func TestUDPLateAckAfterTimeout(t *testing.T) {
+	const (
+		size     = 1 << 20
+		messages = 8
+		stall    = 150 * time.Millisecond // one timeout at 67 ms; the next, doubled, after the stall
+		window   = 16                     // the requester's least window, which a timeout restarts from
+	)
+	a, b := slowLinkPair(t, messages*size, 16)
+	defer b.Ctx.StartProgress()()
+	before := a.Ctx.Impl().(*soft.Context).Counters()
+	bBefore := b.Ctx.Impl().(*soft.Context).Counters()
+	for i := range messages {
+		wr := verbsio.SendWR{ID: uint64(i), Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled,
+			SGL: []verbsio.SGE{a.MR.SGE(i*size, size)}, Remote: verbsio.RemoteAddr{Addr: b.MR.Addr() + uint64(i*size), RKey: b.MR.RKey()}}
+		if _, err := a.QP.PostSend([]verbsio.SendWR{wr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wcs := make([]verbsio.WC, 64)
+	done := 0
+	poll := func() { done += pollOK(t, a, wcs) }
+	// The stream runs for a while, then the responder stops.
+	for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); {
+		poll()
+	}
+	thaw := b.Ctx.Impl().(*soft.Context).Freeze()
+	for end := time.Now().Add(stall); time.Now().Before(end); {
+		poll()
+		time.Sleep(100 * time.Microsecond)
+	}
+	thaw()
+	deadline := time.Now().Add(20 * time.Second)
+	for done < messages {
+		poll()
+		if time.Now().After(deadline) {
+			t.Fatalf("stalled: %d of %d done; engine A %v", done, messages, a.Ctx.Impl().(*soft.Context).Counters())
+		}
+	}
+	ca := diffCounters(a.Ctx.Impl().(*soft.Context).Counters(), before)
+	cb := diffCounters(b.Ctx.Impl().(*soft.Context).Counters(), bBefore)
+	t.Logf("engine A %v", ca)
+	t.Logf("engine B %v", cb)
+	if ca["timeouts"] == 0 {
+		t.Fatalf("no timeout during a %v stall: the test did not stall the responder", stall)
+	}
+	// A window resent per timeout, and a window's worth for the other
+	// resends the link's drops cause (a tail probe, a NAK's go-back that
+	// crosses an acknowledgement); without the stop the whole flight
+	// came again (68 here, for one timeout).
+	if dup := cb["duplicate_request"]; dup > window*(ca["timeouts"]+1) {
+		t.Errorf("B received %d requests it had already (%d timeouts of A), want at most %d: the resend went on past the acknowledgement that covered them",
+			dup, ca["timeouts"], window*(ca["timeouts"]+1))
+	}
+}

@@ -623,6 +623,7 @@ func (u *udpQP) ackUpTo(p psn.PSN) {
 		// Acknowledged further, inside a message too.
 		progress = int(psn.Diff(u.acked, next))
 		u.acked = next
+		u.skipAcked()
 	}
 	for pos := q.sqExec; pos != u.sendPos; pos++ {
 		r := u.slot(pos)
@@ -651,6 +652,41 @@ func (u *udpQP) ackUpTo(p psn.PSN) {
 	}
 	if progress > 0 {
 		u.madeProgress(progress)
+	}
+}
+
+// skipAcked moves a resend's starting point forward past what the peer
+// has acknowledged since the rewind: after a timeout (the peer's
+// acknowledgements late, as when it was off the CPU) the acknowledgement
+// for the whole flight can come while the resend has only begun, and
+// resending the rest would send the peer what it has (and, the window
+// counting from the acknowledged PSN, without bound: a 1 MiB SEND stream
+// resent 1,390 packets the peer had after three timeouts). It stops at a
+// READ or atomic, whose responses the acknowledgement does not carry.
+func (u *udpQP) skipAcked() {
+	q := u.q
+	for psn.Diff(u.sqPSN, u.acked) > 0 && u.sendPos != q.sqPI {
+		r := u.slot(u.sendPos)
+		if op := verbsio.Opcode(q.sq.WQE(u.sendPos).Opcode); op == verbsio.OpRDMARead || op.IsAtomic() {
+			return
+		}
+		if !r.started {
+			// Rewound past: its PSNs are those of its first
+			// transmission, which the acknowledgement covers.
+			if psn.Diff(u.sqPSN, r.first) != 0 {
+				return
+			}
+			r.started = true
+		}
+		if psn.Diff(u.acked, r.end) > 0 {
+			// Acknowledged inside this message: resend from there.
+			u.sendOff = uint64(r.first.Forward(u.acked)) * uint64(u.mtu)
+			u.sqPSN = u.acked
+			return
+		}
+		u.sqPSN = r.end
+		u.sendPos++
+		u.sendOff = 0
 	}
 }
 
