@@ -140,6 +140,8 @@ type udpQP struct {
 	rdLoss     bool    // a READ response was lost; asking again waits (readLoss)
 	backoff    uint    // timeouts in a row (up to maxBackoff): the timeout doubles each
 	highPSN    psn.PSN // the PSN after the highest one ever sent (resends are below it)
+	rtoHigh    psn.PSN // highPSN when the last timeout resent, while rtoSkip
+	rtoSkip    bool    // a timeout resent from the oldest unacknowledged PSN; no acknowledgement past the resend yet
 	timeout    int64
 	active     bool
 	commEst    bool // connected (RTR) and no request received yet: the first raises COMM_EST

@@ -623,7 +623,9 @@ func (u *udpQP) ackUpTo(p psn.PSN) {
 		// Acknowledged further, inside a message too.
 		progress = int(psn.Diff(u.acked, next))
 		u.acked = next
-		u.skipAcked()
+		if psn.Diff(u.sqPSN, next) > 0 {
+			u.skipAcked()
+		}
 	}
 	for pos := q.sqExec; pos != u.sendPos; pos++ {
 		r := u.slot(pos)
@@ -656,16 +658,25 @@ func (u *udpQP) ackUpTo(p psn.PSN) {
 }
 
 // skipAcked moves a resend's starting point forward past what the peer
-// has acknowledged since the rewind: after a timeout (the peer's
-// acknowledgements late, as when it was off the CPU) the acknowledgement
-// for the whole flight can come while the resend has only begun, and
-// resending the rest would send the peer what it has (and, the window
-// counting from the acknowledged PSN, without bound: a 1 MiB SEND stream
-// resent 1,390 packets the peer had after three timeouts). It stops at a
-// READ or atomic, whose responses the acknowledgement does not carry.
+// has acknowledged since the rewind. After a timeout (the peer's
+// acknowledgements late, as when it was off the CPU) an acknowledgement
+// past what the resend has sent proves that the peer holds packets of the
+// first transmission: the timeout was spurious (as TCP's F-RTO concludes),
+// and the rest of that transmission is in the peer's queue, so the resend
+// skips to where it ended; a packet of it that was lost after all brings
+// a sequence NAK, or the timeout, as any loss does. Resending instead
+// would send the peer what it has (and, the window counting from the
+// acknowledged PSN, without bound: a 1 MiB SEND stream resent 1,390
+// packets the peer had after three timeouts). It stops at a READ or
+// atomic, whose responses an acknowledgement does not carry.
 func (u *udpQP) skipAcked() {
 	q := u.q
-	for psn.Diff(u.sqPSN, u.acked) > 0 && u.sendPos != q.sqPI {
+	to := u.acked
+	if u.rtoSkip && psn.Diff(u.acked, u.rtoHigh) > 0 {
+		to = u.rtoHigh
+	}
+	u.rtoSkip = false
+	for psn.Diff(u.sqPSN, to) > 0 && u.sendPos != q.sqPI {
 		r := u.slot(u.sendPos)
 		if op := verbsio.Opcode(q.sq.WQE(u.sendPos).Opcode); op == verbsio.OpRDMARead || op.IsAtomic() {
 			return
@@ -678,10 +689,10 @@ func (u *udpQP) skipAcked() {
 			}
 			r.started = true
 		}
-		if psn.Diff(u.acked, r.end) > 0 {
-			// Acknowledged inside this message: resend from there.
-			u.sendOff = uint64(r.first.Forward(u.acked)) * uint64(u.mtu)
-			u.sqPSN = u.acked
+		if psn.Diff(to, r.end) > 0 {
+			// Inside this message: resend from there.
+			u.sendOff = uint64(r.first.Forward(to)) * uint64(u.mtu)
+			u.sqPSN = to
 			return
 		}
 		u.sqPSN = r.end
@@ -752,7 +763,7 @@ func (u *udpQP) goBackOnce(p psn.PSN) {
 
 // goBack rewinds transmission to PSN p (go-back-N) after a loss.
 func (u *udpQP) goBack(p psn.PSN) {
-	u.rdLoss = false
+	u.rdLoss, u.rtoSkip = false, false
 	if !u.rewind(p) {
 		return
 	}
@@ -988,6 +999,7 @@ func (u *udpQP) tick(t int64) {
 		u.forceAck = true
 		u.nakActed = false // the resend may be lost again; its signals count
 		u.goBack(u.unaPSN())
+		u.rtoHigh, u.rtoSkip = u.highPSN, true
 		// Nothing came back for a whole timeout: how much the peer
 		// takes now is unknown, so the window restarts from its least
 		// (TCP's loss window). A stalled responder (a VM off the CPU)
