@@ -659,38 +659,7 @@ func TestUDPStalledReadResponder(t *testing.T) {
 		stall    = 400 * time.Millisecond // timeouts at 67 and 201 ms (the second doubled)
 	)
 	a, b := slowLinkPair(t, messages*size, 64)
-	defer b.Ctx.StartProgress()()
-	before := a.Ctx.Impl().(*soft.Context).Counters()
-	bBefore := b.Ctx.Impl().(*soft.Context).Counters()
-	thaw := b.Ctx.Impl().(*soft.Context).Freeze()
-	for i := range messages {
-		wr := verbsio.SendWR{ID: uint64(i), Opcode: verbsio.OpRDMARead, Flags: verbsio.SendSignaled,
-			SGL: []verbsio.SGE{a.MR.SGE(i*size, size)}, Remote: verbsio.RemoteAddr{Addr: b.MR.Addr() + uint64(i*size), RKey: b.MR.RKey()}}
-		if _, err := a.QP.PostSend([]verbsio.SendWR{wr}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// B's engine is frozen: nothing answers A until the stall ends. A
-	// keeps running its timers.
-	wcs := make([]verbsio.WC, 64)
-	done := 0
-	poll := func() { done += pollOK(t, a, wcs) }
-	for end := time.Now().Add(stall); time.Now().Before(end); {
-		poll()
-		time.Sleep(100 * time.Microsecond)
-	}
-	thaw()
-	deadline := time.Now().Add(20 * time.Second)
-	for done < messages {
-		poll()
-		if time.Now().After(deadline) {
-			t.Fatalf("stalled: %d of %d done; engine A %v", done, messages, a.Ctx.Impl().(*soft.Context).Counters())
-		}
-	}
-	ca := diffCounters(a.Ctx.Impl().(*soft.Context).Counters(), before)
-	cb := diffCounters(b.Ctx.Impl().(*soft.Context).Counters(), bBefore)
-	t.Logf("engine A %v", ca)
-	t.Logf("engine B %v", cb)
+	ca, cb := stalledStream(t, a, b, verbsio.OpRDMARead, size, messages, 0, stall)
 	if ca["timeouts"] == 0 {
 		t.Fatalf("no timeout during a %v stall: the test did not stall the responder", stall)
 	}
@@ -723,45 +692,9 @@ func TestUDPLateAckAfterTimeout(t *testing.T) {
 		window   = 16                     // the requester's least window, where a timeout restarts it
 	)
 	a, b := linkPair(t, nil, messages*size, 16)
-	defer b.Ctx.StartProgress()()
-	before := a.Ctx.Impl().(*soft.Context).Counters()
-	bBefore := b.Ctx.Impl().(*soft.Context).Counters()
-	for i := range messages {
-		wr := verbsio.SendWR{ID: uint64(i), Opcode: verbsio.OpRDMAWrite, Flags: verbsio.SendSignaled,
-			SGL: []verbsio.SGE{a.MR.SGE(i*size, size)}, Remote: verbsio.RemoteAddr{Addr: b.MR.Addr() + uint64(i*size), RKey: b.MR.RKey()}}
-		if _, err := a.QP.PostSend([]verbsio.SendWR{wr}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wcs := make([]verbsio.WC, 64)
-	done := 0
-	poll := func() { done += pollOK(t, a, wcs) }
 	// The stream runs until its first message completed, then the
 	// responder stops with seven to go.
-	deadline := time.Now().Add(20 * time.Second)
-	for done < 1 {
-		poll()
-		if time.Now().After(deadline) {
-			t.Fatalf("stalled before the freeze: %d of %d done; engine A %v", done, messages, a.Ctx.Impl().(*soft.Context).Counters())
-		}
-	}
-	thaw := b.Ctx.Impl().(*soft.Context).Freeze()
-	for end := time.Now().Add(stall); time.Now().Before(end); {
-		poll()
-		time.Sleep(100 * time.Microsecond)
-	}
-	thaw()
-	deadline = time.Now().Add(20 * time.Second)
-	for done < messages {
-		poll()
-		if time.Now().After(deadline) {
-			t.Fatalf("stalled: %d of %d done; engine A %v", done, messages, a.Ctx.Impl().(*soft.Context).Counters())
-		}
-	}
-	ca := diffCounters(a.Ctx.Impl().(*soft.Context).Counters(), before)
-	cb := diffCounters(b.Ctx.Impl().(*soft.Context).Counters(), bBefore)
-	t.Logf("engine A %v", ca)
-	t.Logf("engine B %v", cb)
+	ca, cb := stalledStream(t, a, b, verbsio.OpRDMAWrite, size, messages, 1, stall)
 	if ca["timeouts"] == 0 {
 		t.Fatalf("no timeout during a %v stall: the test did not stall the responder", stall)
 	}
@@ -774,4 +707,54 @@ func TestUDPLateAckAfterTimeout(t *testing.T) {
 		t.Errorf("B received %d requests it had already (%d timeouts of A), want at most %d: the resend went on past the acknowledgement that covered them",
 			dup, ca["timeouts"], most)
 	}
+}
+
+// stalledStream runs messages signaled requests of op and size each from
+// a to b (b's engine in the background), buffer after buffer, and stops
+// b's engine for stall: before the requests are posted (freezeAfter 0),
+// or once freezeAfter of them completed. It waits for them all (20 s at
+// most) and returns what each engine's counters grew by.
+func stalledStream(t *testing.T, a, b *verbstest.Side, op verbsio.Opcode, size, messages, freezeAfter int, stall time.Duration) (ca, cb map[string]uint64) {
+	t.Helper()
+	defer b.Ctx.StartProgress()()
+	before := a.Ctx.Impl().(*soft.Context).Counters()
+	bBefore := b.Ctx.Impl().(*soft.Context).Counters()
+	var thaw func()
+	if freezeAfter == 0 {
+		thaw = b.Ctx.Impl().(*soft.Context).Freeze()
+	}
+	for i := range messages {
+		wr := verbsio.SendWR{ID: uint64(i), Opcode: op, Flags: verbsio.SendSignaled,
+			SGL: []verbsio.SGE{a.MR.SGE(i*size, size)}, Remote: verbsio.RemoteAddr{Addr: b.MR.Addr() + uint64(i*size), RKey: b.MR.RKey()}}
+		if _, err := a.QP.PostSend([]verbsio.SendWR{wr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wcs := make([]verbsio.WC, 64)
+	done := 0
+	until := func(n int) {
+		for deadline := time.Now().Add(20 * time.Second); done < n; {
+			done += pollOK(t, a, wcs)
+			if time.Now().After(deadline) {
+				t.Fatalf("stalled: %d of %d done; engine A %v", done, messages, a.Ctx.Impl().(*soft.Context).Counters())
+			}
+		}
+	}
+	if thaw == nil {
+		until(freezeAfter)
+		thaw = b.Ctx.Impl().(*soft.Context).Freeze()
+	}
+	// B's engine is frozen: nothing answers A until the stall ends. A
+	// keeps running its timers.
+	for end := time.Now().Add(stall); time.Now().Before(end); {
+		done += pollOK(t, a, wcs)
+		time.Sleep(100 * time.Microsecond)
+	}
+	thaw()
+	until(messages)
+	ca = diffCounters(a.Ctx.Impl().(*soft.Context).Counters(), before)
+	cb = diffCounters(b.Ctx.Impl().(*soft.Context).Counters(), bBefore)
+	t.Logf("engine A %v", ca)
+	t.Logf("engine B %v", cb)
+	return ca, cb
 }
