@@ -174,7 +174,14 @@ func (a *agent) start(r agentproto.Request) {
 	killed := p.killed
 	delete(a.procs, r.ID)
 	a.mu.Unlock()
-	a.send(agentproto.Event{ID: r.ID, Kind: agentproto.EventExit, RC: rc, Killed: killed, Wall: time.Since(begin).Seconds()})
+	ev := agentproto.Event{ID: r.ID, Kind: agentproto.EventExit, RC: rc, Killed: killed, Wall: time.Since(begin).Seconds()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		ev.Usage = &agentproto.Usage{
+			UserSec: float64(ru.Utime.Nano()) / 1e9, SystemSec: float64(ru.Stime.Nano()) / 1e9,
+			MajFlt: ru.Majflt, MinFlt: ru.Minflt, VolCtxSw: ru.Nvcsw, InvCtxSw: ru.Nivcsw,
+		}
+	}
+	a.send(ev)
 }
 
 // waitListen polls /proc/net/tcp{,6} for a listening socket on port, or

@@ -64,6 +64,26 @@ type Request struct {
 // SpaceRDMACM is the rdma_cm port space of OpWaitListen.
 const SpaceRDMACM = "rdma_cm"
 
+// Usage is what the kernel counted for an ended process and its waited-for
+// children (getrusage's fields the bench reads).
+type Usage struct {
+	UserSec   float64 `json:"utime"`
+	SystemSec float64 `json:"stime"`
+	MajFlt    int64   `json:"majflt"` // page faults that waited for I/O
+	MinFlt    int64   `json:"minflt"`
+	VolCtxSw  int64   `json:"nvcsw"`  // the process gave up the CPU (waits, sleeps)
+	InvCtxSw  int64   `json:"nivcsw"` // it was preempted
+}
+
+// String is the usage in one line.
+func (u *Usage) String() string {
+	if u == nil {
+		return "usage unknown"
+	}
+	return fmt.Sprintf("user %.2fs sys %.2fs, major faults %d, minor %d, context switches %d voluntary %d involuntary",
+		u.UserSec, u.SystemSec, u.MajFlt, u.MinFlt, u.VolCtxSw, u.InvCtxSw)
+}
+
 // Event is one agent-to-host message.
 type Event struct {
 	ID   int    `json:"id"`
@@ -76,6 +96,8 @@ type Event struct {
 	Killed bool `json:"killed,omitempty"`
 	// Wall is the process's run time in seconds ("exit").
 	Wall float64 `json:"wall,omitempty"`
+	// Usage is the process's resource use ("exit"), from wait4.
+	Usage *Usage `json:"usage,omitempty"`
 	// Err describes an "error" event, or why a start failed.
 	Err string `json:"err,omitempty"`
 	// Info carries the "hello" event's description of the guest.

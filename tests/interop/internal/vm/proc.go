@@ -26,6 +26,9 @@ type Result struct {
 	// other side of its test ended and it did not follow within the grace.
 	Killed bool
 	Wall   time.Duration
+	// Usage is what the guest's kernel counted for the process (VM
+	// processes only; nil elsewhere).
+	Usage *agentproto.Usage
 	// Err says why it could not start.
 	Err error
 }

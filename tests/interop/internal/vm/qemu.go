@@ -250,7 +250,7 @@ func (v *VM) Start(argv []string, output string, limit time.Duration) (Proc, err
 		defer first.Stop()
 		select {
 		case e := <-ch:
-			p.res = Result{RC: e.RC, Killed: e.Killed, Wall: time.Duration(e.Wall * float64(time.Second))}
+			p.res = Result{RC: e.RC, Killed: e.Killed, Wall: time.Duration(e.Wall * float64(time.Second)), Usage: e.Usage}
 			if e.Kind == agentproto.EventError {
 				p.res = Result{RC: -1, Killed: true, Wall: time.Since(p.begin), Err: errors.New(e.Err)}
 			}
