@@ -543,8 +543,26 @@ var writeTurnOf = func(s *session.Session, q *session.QP) verbsio.WriteTurn {
 
 // turnBatch bounds the turns of one WriteTurn.Turns call: the loop's own
 // checks (the interrupt tick, the yield) run between calls, at least once
-// per turnBatch iterations.
-const turnBatch = 64
+// per turnBatch iterations. The ibverbs provider runs a call on a thread
+// of its own while the goroutine sleeps (see verbsio/hw's Turns), so a
+// call costs a thread's start and a wake-up, and the Go runtime has
+// nothing to do until it ends: few and long calls. 4,096 turns are about
+// 80 ms on rxe under TCG, a few ms on hardware.
+const turnBatch = 4096
+
+// turnCall is how many turns the loop asks of one call, at most
+// turnBatch; tests lower it to see whole batches in short runs.
+var turnCall = turnBatch
+
+// turnSpins is how many times a turn reads the peer's byte before Turns
+// gives up and the loop checks its wait (context, stall, probe, back-off):
+// 64 times the Waiter's CheckEvery (some hundreds of microseconds), since
+// every return costs a thread's start and a wake-up (a late peer's wait is
+// then checked, and backs off, once per turnSpins spins rather than per
+// CheckEvery: spinning CheckEvery times per call after a late turn made
+// thousands of calls a run under host load in the interop bench, and the
+// thread starts slowed the ping-pong further, t_typical 3.4 ms).
+const turnSpins = session.CheckEvery * 64
 
 // turns is pingPong's write_lat loop (iterations mode) through the
 // device's write-turn family: each Turns call runs up to turnBatch
@@ -555,9 +573,8 @@ const turnBatch = 64
 // crossing per turnBatch iterations instead of one per iteration. The
 // samples are the differences of the turns' clock reads, taken just
 // before each post as pingPong's are. The peer's wait is checked
-// (context, stall, probe, back-off) every CheckEvery spins, as
-// Waiter.Spin does; a completion a call left owed is waited for as
-// pingPong waits for it.
+// (context, stall, probe, back-off) every turnSpins spins; a completion
+// a call left owed is waited for as pingPong waits for it.
 func (r *runner) turns(turn verbsio.WriteTurn, total int64, starts bool, postOff, pollOff int, waitPeer, waitOwn *session.Waiter, sendWhat string) (stats, error) {
 	s := r.s
 	buf := s.Buf
@@ -567,12 +584,12 @@ func (r *runner) turns(turn verbsio.WriteTurn, total int64, starts bool, postOff
 	waitPeer.Begin()
 	for scnt < total {
 		wait, want := &buf[pollOff], marker(rcnt+1, false)
-		n := min(total-scnt, turnBatch)
+		n := min(total-scnt, int64(turnCall))
 		if scnt == 0 && starts {
 			wait, n = nil, 1 // the first WRITE goes at once
 		}
 		waitPeer.Index = rcnt + 1
-		posted, owed, err := turn.Turns(wait, want, session.CheckEvery, markAt, marker(scnt+1, false), r.wr[:], r.stamps[:n])
+		posted, owed, err := turn.Turns(wait, want, turnSpins, markAt, marker(scnt+1, false), r.wr[:], r.stamps[:n])
 		for _, st := range r.stamps[:posted] {
 			sm.stamp(st)
 		}

@@ -46,8 +46,8 @@
 // # A write_lat turn in one crossing
 //
 // The provider offers one interface family, verbsio.FamilyWriteTurn
-// (QueryInterface on an RC or UC QP). Its Turn packs the request in Go and
-// then, in one C call (rperf_turn in shim.c), spins on the byte the peer's
+// (QueryInterface on an RC or UC QP). Its Turns packs the request in Go and
+// then, in one C call (rperf_turns in shim.c), spins on the byte the peer's
 // RDMA WRITE lands in, reads CLOCK_MONOTONIC, stores this side's marker,
 // posts and polls the send CQ as PostSend does. A write_lat iteration
 // then crosses once, as it did with PostSend's poll, but what lies
@@ -57,6 +57,15 @@
 // cgo cost 1.1-1.8 us (BenchmarkDevicePollEmpty), which a ping-pong paid
 // on each side of every round trip. tests/latency uses the family for
 // write_lat in iterations mode on the generic and inline paths.
+//
+// The turns of a call run on a thread the provider starts for the call
+// (rperf_turns_start), while the calling goroutine sleeps on a pipe the
+// thread writes when it is done: the Go runtime, which treated a long
+// cgo call as a running P to watch, preempt and hand off, then has every
+// P idle and parks its threads, and the measured loop is one spinning
+// thread, as perftest's (docs/interop.md, interop-bench). The job and
+// its stamps are in mmap'd memory, outside the Go heap, since a thread
+// that is not the caller's reads and writes them.
 //
 // # Queries and the inline probe
 //

@@ -1,6 +1,8 @@
 //go:build linux && cgo && ibverbs
 
 #include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -88,6 +90,33 @@ int rperf_turns(const volatile uint8_t *wait, uint8_t want, uint64_t spins, uint
 		}
 	}
 	return n;
+}
+
+static void *turn_job_main(void *arg)
+{
+	struct rperf_turn_job *j = arg;
+	char b = 1;
+
+	j->ret = rperf_turns(j->wait, j->want, j->spins, j->mark_at, j->mark, j->stamps, j->n, j->qp, j->wr, j->cq,
+			     j->wc, &j->owed, &j->post_err);
+	while (write(j->fd, &b, 1) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
+int rperf_turns_start(struct rperf_turn_job *j)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int ret;
+
+	ret = pthread_attr_init(&attr);
+	if (ret != 0)
+		return ret;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = pthread_create(&t, &attr, turn_job_main, j);
+	pthread_attr_destroy(&attr);
+	return ret;
 }
 
 uint64_t rperf_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr)

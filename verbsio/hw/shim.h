@@ -45,6 +45,29 @@ int rperf_turns(const volatile uint8_t *wait, uint8_t want, uint64_t spins, uint
 		int64_t *stamps, int n, struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_cq *cq, struct ibv_wc *wc,
 		int *owed, uint64_t *post_err);
 
+// rperf_turn_job is one rperf_turns call run on a thread of its own by
+// rperf_turns_start; everything it points to is C or pinned memory.
+struct rperf_turn_job {
+	const volatile uint8_t *wait;
+	uint8_t want, mark;
+	uint64_t spins;
+	uint8_t *mark_at;
+	int64_t *stamps;
+	int n;
+	struct ibv_qp *qp;
+	struct ibv_send_wr *wr;
+	struct ibv_cq *cq;
+	struct ibv_wc *wc;
+	int fd;
+	int ret, owed;
+	uint64_t post_err;
+};
+
+// rperf_turns_start runs rperf_turns with j's arguments on a new detached
+// thread, which stores the results in j and then writes one byte to j->fd.
+// It returns 0, or pthread_create's error (nothing started).
+int rperf_turns_start(struct rperf_turn_job *j);
+
 // rperf_poll_cq polls up to n completions into wc; it returns their number
 // or a negative value on error.
 int rperf_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);

@@ -8,6 +8,7 @@ package hw
 import "C"
 
 import (
+	"os"
 	"unsafe"
 
 	"github.com/rperf/rperf/verbsio"
@@ -37,12 +38,29 @@ func (c *hwContext) QueryInterface(q verbsio.InterfaceQuery) (any, verbsio.Inter
 }
 
 // hwTurn is verbsio.WriteTurn on one QP: the request is packed in Go
-// before the crossing, and rperf_turns runs the turns in C.
+// before the crossing, and rperf_turns runs the turns in C, on a thread
+// of its own (rperf_turns_start) while the calling goroutine sleeps on a
+// pipe. The measured loop is then one spinning thread, as perftest's.
+// With the turns on the goroutine's own thread, the Go runtime treats the
+// call as a long system call: sysmon keeps waking to look at it, preempts
+// it after 10 ms, and each yield or preemption wakes another thread to
+// look for work; on the interop bench's two vCPUs, shared by two spinning
+// processes, those threads took the CPU from a spinner (see
+// docs/interop.md). A sleeping goroutine leaves every P idle, so the
+// runtime parks its threads and sysmon until the turns end.
 type hwTurn struct {
 	q        *hwQP
 	owed     C.int
 	postErr  C.uint64_t
 	released bool
+
+	// The thread's side: the job and its stamps in memory outside the Go
+	// heap, and the pipe on whose read end the goroutine parks until the
+	// thread is done.
+	mem  []byte
+	r, w *os.File
+	fd   C.int
+	one  [1]byte
 }
 
 var (
@@ -51,11 +69,13 @@ var (
 	errTurnNil      = &verbsio.Error{Op: "write_turn", Errno: unix.EINVAL, Detail: "no marker byte to store (markAt is nil)"}
 )
 
-// Turns implements verbsio.WriteTurn. The completions found are taken in
+// Turns implements verbsio.WriteTurn. A call starts one thread and wakes
+// the caller once: callers ask for many turns per call. The completions found are taken in
 // C when they are the request's successes; one that is not (or that did
 // not come in time) is left for the send CQ's Poll, in order: the turns
 // poll in C only when the CQ's scratch holds nothing not yet returned.
-// It does not allocate.
+// It does not allocate after the first call, which makes the pipe and
+// maps the job's memory.
 func (t *hwTurn) Turns(wait *byte, want byte, spins int, markAt *byte, mark byte, wrs []verbsio.SendWR, stamps []int64) (int, bool, error) {
 	q := t.q
 	switch {
@@ -80,9 +100,10 @@ func (t *hwTurn) Turns(wait *byte, want byte, spins int, markAt *byte, mark byte
 		cq.head, cq.tail = 0, 0
 		ccq, wc = cq.cq, (*C.struct_ibv_wc)(unsafe.Pointer(&cq.wcs[0]))
 	}
-	n := int(C.rperf_turns((*C.uint8_t)(unsafe.Pointer(wait)), C.uint8_t(want), C.uint64_t(max(spins, 1)),
-		(*C.uint8_t)(unsafe.Pointer(markAt)), C.uint8_t(mark), (*C.int64_t)(unsafe.Pointer(&stamps[0])), C.int(len(stamps)),
-		q.qp, (*C.struct_ibv_send_wr)(q.sendMem), ccq, wc, &t.owed, &t.postErr))
+	n, err := t.onThread(wait, want, spins, markAt, mark, ccq, wc, stamps)
+	if err != nil {
+		return 0, false, err
+	}
 	if t.postErr != 0 {
 		return n, false, postSendErrs.errno(int(uint32(t.postErr)))
 	}
@@ -92,8 +113,63 @@ func (t *hwTurn) Turns(wait *byte, want byte, spins int, markAt *byte, mark byte
 	return n, t.owed != 0, nil
 }
 
+// jobStamps is where the job's stamps begin in its mapping.
+const jobStamps = 256
+
+// onThread runs the turns on a thread of their own (rperf_turns_start)
+// and parks the goroutine on the job's pipe until they are done. The job,
+// its stamps and the pipe are made on the first call (system calls, no
+// crossing into C): a call crosses once.
+func (t *hwTurn) onThread(wait *byte, want byte, spins int, markAt *byte, mark byte, ccq *C.struct_ibv_cq, wc *C.struct_ibv_wc, stamps []int64) (int, error) {
+	if t.r == nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return 0, verbsio.Errorf("write_turn", errnoOf(err, unix.EMFILE), "a pipe for the turns' thread: %v", err)
+		}
+		t.r, t.w = r, w
+		t.fd = C.int(w.Fd())
+	}
+	if need := jobStamps + 8*len(stamps); len(t.mem) < need {
+		m, err := mmapAnon(need)
+		if err != nil {
+			return 0, err
+		}
+		if t.mem != nil {
+			unix.Munmap(t.mem)
+		}
+		t.mem = m
+	}
+	j := (*C.struct_rperf_turn_job)(unsafe.Pointer(&t.mem[0]))
+	out := unsafe.Slice((*int64)(unsafe.Pointer(&t.mem[jobStamps])), len(stamps))
+	*j = C.struct_rperf_turn_job{
+		wait: (*C.uint8_t)(unsafe.Pointer(wait)), want: C.uint8_t(want), spins: C.uint64_t(max(spins, 1)),
+		mark_at: (*C.uint8_t)(unsafe.Pointer(markAt)), mark: C.uint8_t(mark),
+		stamps: (*C.int64_t)(unsafe.Pointer(&out[0])), n: C.int(len(stamps)),
+		qp: t.q.qp, wr: (*C.struct_ibv_send_wr)(t.q.sendMem), cq: ccq, wc: wc, fd: t.fd,
+	}
+	if ret := C.rperf_turns_start(j); ret != 0 {
+		return 0, verbsio.Errorf("write_turn", unix.Errno(ret), "start the turns' thread")
+	}
+	if _, err := t.r.Read(t.one[:]); err != nil {
+		return 0, verbsio.Errorf("write_turn", unix.EIO, "wait for the turns' thread: %v", err)
+	}
+	n := int(j.ret)
+	copy(stamps[:n], out[:n])
+	t.owed, t.postErr = j.owed, j.post_err
+	return n, nil
+}
+
 // Release implements verbsio.WriteTurn.
 func (t *hwTurn) Release() error {
 	t.released = true
+	if t.r != nil {
+		t.r.Close()
+		t.w.Close()
+		t.r, t.w = nil, nil
+	}
+	if t.mem != nil {
+		unix.Munmap(t.mem)
+		t.mem = nil
+	}
 	return nil
 }
