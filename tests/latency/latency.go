@@ -554,15 +554,19 @@ const turnBatch = 4096
 // turnBatch; tests lower it to see whole batches in short runs.
 var turnCall = turnBatch
 
-// turnSpins is how many times a turn reads the peer's byte before Turns
-// gives up and the loop checks its wait (context, stall, probe, back-off):
-// 64 times the Waiter's CheckEvery (some hundreds of microseconds), since
-// every return costs a thread's start and a wake-up (a late peer's wait is
-// then checked, and backs off, once per turnSpins spins rather than per
-// CheckEvery: spinning CheckEvery times per call after a late turn made
-// thousands of calls a run under host load in the interop bench, and the
-// thread starts slowed the ping-pong further, t_typical 3.4 ms).
-const turnSpins = session.CheckEvery * 64
+// turnSpins is how many times a turn reads the peer's byte (or polls for
+// its completion) before Turns gives up and the loop checks its wait
+// (context, stall, probe, back-off): CheckEvery×1024 reads, milliseconds
+// (tens under TCG), since every return costs a thread's start and a
+// wake-up, and the Go runtime's threads run until the next call sleeps.
+// In the interop bench (host load ~10), inside the 2,000 iterations,
+// rperf's Go threads ran 26-127 ms and switched 13-81 times voluntarily
+// per process with CheckEvery×1024, against 36-5,864 ms and 68-5,677
+// with CheckEvery×64; spinning only CheckEvery reads after a late turn
+// (tried) made thousands of calls a run and t_typical 3.4 ms. A late
+// peer's wait is therefore checked, and backs off, once per turnSpins
+// reads rather than per CheckEvery.
+const turnSpins = session.CheckEvery << 10
 
 // turns is pingPong's write_lat loop (iterations mode) through the
 // device's write-turn family: each Turns call runs up to turnBatch
