@@ -1,7 +1,9 @@
 //go:build linux && cgo && ibverbs
 
+#define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 #include <string.h>
 #include <time.h>
@@ -97,6 +99,10 @@ static void *turn_job_main(void *arg)
 	struct rperf_turn_job *j = arg;
 	char b = 1;
 
+	/* Started on the caller's CPU (see rperf_turns_start); from here on
+	 * the scheduler may move it as any thread. */
+	if (j->cpus_size > 0)
+		pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), (cpu_set_t *)j->cpus);
 	j->ret = rperf_turns(j->wait, j->want, j->spins, j->mark_at, j->mark, j->stamps, j->n, j->qp, j->wr, j->cq,
 			     j->wc, &j->owed, &j->post_err);
 	while (write(j->fd, &b, 1) < 0 && errno == EINTR)
@@ -108,12 +114,29 @@ int rperf_turns_start(struct rperf_turn_job *j)
 {
 	pthread_attr_t attr;
 	pthread_t t;
-	int ret;
+	int ret, cpu;
 
 	ret = pthread_attr_init(&attr);
 	if (ret != 0)
 		return ret;
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* The thread starts on the CPU of the caller, which then sleeps until
+	 * it is done: it takes the caller's place, as the turns did when they
+	 * ran on the caller's thread. Left to the scheduler, a new thread may
+	 * start on the CPU where the peer's spinner runs, and two spinners
+	 * then take turns on one CPU, a tick (4 ms) each, until the load
+	 * balancer parts them. */
+	j->cpus_size = 0;
+	cpu = sched_getcpu();
+	if (cpu >= 0 && cpu < CPU_SETSIZE &&
+	    pthread_getaffinity_np(pthread_self(), sizeof(cpu_set_t), (cpu_set_t *)j->cpus) == 0) {
+		cpu_set_t one;
+
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		if (pthread_attr_setaffinity_np(&attr, sizeof(one), &one) == 0)
+			j->cpus_size = sizeof(cpu_set_t);
+	}
 	ret = pthread_create(&t, &attr, turn_job_main, j);
 	pthread_attr_destroy(&attr);
 	return ret;

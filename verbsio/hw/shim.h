@@ -61,11 +61,16 @@ struct rperf_turn_job {
 	int fd;
 	int ret, owed;
 	uint64_t post_err;
+	/* The caller's CPU affinity (a cpu_set_t), which the thread takes
+	 * back once started; cpus_size 0: keep what it started with. */
+	uint64_t cpus[16];
+	int cpus_size;
 };
 
 // rperf_turns_start runs rperf_turns with j's arguments on a new detached
 // thread, which stores the results in j and then writes one byte to j->fd.
-// It returns 0, or pthread_create's error (nothing started).
+// The thread starts on the caller's CPU and then takes the caller's CPU
+// affinity. It returns 0, or pthread_create's error (nothing started).
 int rperf_turns_start(struct rperf_turn_job *j);
 
 // rperf_poll_cq polls up to n completions into wc; it returns their number

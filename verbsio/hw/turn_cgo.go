@@ -113,8 +113,9 @@ func (t *hwTurn) Turns(wait *byte, want byte, spins int, markAt *byte, mark byte
 	return n, t.owed != 0, nil
 }
 
-// jobStamps is where the job's stamps begin in its mapping.
-const jobStamps = 256
+// jobStamps is where the job's stamps begin in its mapping: after the
+// job, on a cache line of their own.
+const jobStamps = (int(unsafe.Sizeof(C.struct_rperf_turn_job{})) + 63) &^ 63
 
 // onThread runs the turns on a thread of their own (rperf_turns_start)
 // and parks the goroutine on the job's pipe until they are done. The job,
