@@ -1,6 +1,9 @@
 package verbsio
 
-import "strconv"
+import (
+	"strconv"
+	"time"
+)
 
 // The accelerated "query interface" (MLNX_OFED's ibv_exp_query_intf): an
 // application asks the context for a family of fast-path functions bound
@@ -47,6 +50,9 @@ const (
 	// FamilyWriteTurn is WriteTurn: a write_lat turn in one call. It is
 	// rperf's own (no MLNX_OFED family); the ibverbs provider offers it.
 	FamilyWriteTurn = "write_turn"
+	// FamilySendStream is SendStream: a bandwidth sender's post/poll
+	// loop in one call. rperf's own; the ibverbs provider offers it.
+	FamilySendStream = "send_stream"
 )
 
 // Query flags.
@@ -181,6 +187,56 @@ type WriteTurn interface {
 	// that the peer's byte did not come within spins reads. An error is
 	// the post's, as QP.PostSend reports it.
 	Turns(wait *byte, want byte, spins int, markAt *byte, mark byte, wrs []SendWR, stamps []int64) (posted int, owed bool, err error)
+	// Release gives the family back.
+	Release() error
+}
+
+// Stream is the state of a SendStream run, carried from call to call:
+// the caller sets the request and the shape once, then calls Stream until
+// Completed reaches Target or the call stops for another reason.
+type Stream struct {
+	// WR is the one request posted for every message; the stream sets
+	// its SendSignaled flag and, on a signaled request, its ID.
+	WR SendWR
+	// Tag is the high half of a signaled request's ID; the low half is
+	// the number of messages its completion covers (those since the
+	// previous signaled one).
+	Tag uint32
+	// Target is the number of messages to post in all, Depth the most
+	// posted and not completed at once; message k (from 0) is signaled
+	// when k+1 is a multiple of CQMod and when it is the last.
+	Target       int64
+	Depth, CQMod int
+	// Idle ends a call when nothing was posted or completed for that
+	// long, Budget when the call ran that long (the caller's own checks
+	// run between calls).
+	Idle, Budget time.Duration
+	// Posted, Completed and LastSig (the messages covered by a signaled
+	// request) are the progress so far, in and out.
+	Posted, Completed, LastSig int64
+	// PostStamps[k] and CompStamps[k], when not nil (len at least
+	// Target), receive message k's post time and the time its completion
+	// was taken. Without PostStamps, First receives message 0's post
+	// time; Last receives the time of the completion that reached
+	// Target. Times are the monotonic clock in ns: only differences
+	// between them mean something.
+	PostStamps, CompStamps []int64
+	First, Last            int64
+}
+
+// SendStream is the bandwidth sender's family, bound to one QP: one call
+// posts the stream's request up to the window and polls the QP's send CQ
+// for the completions, as perftest's run_iter_bw does, on the provider's
+// side of its boundary. A provider whose calls cross a costly boundary
+// (the ibverbs provider's cgo, around posts that a software device
+// executes inside the call) offers it. For one goroutine; it never
+// allocates after its first call.
+type SendStream interface {
+	// Stream runs s until Completed reaches Target, Idle or Budget
+	// passes, a post is refused (the error, as QP.PostSend reports it),
+	// or a completion is not a success carrying Tag: that one and those
+	// polled after it are left for the caller's next CQ poll, in order.
+	Stream(s *Stream) error
 	// Release gives the family back.
 	Release() error
 }

@@ -650,6 +650,7 @@ type sender struct {
 	wcs    []verbsio.WC
 	posted []int64
 	compl  []int64
+	ss     verbsio.Stream // the send-stream family's state (streamFor)
 }
 
 func newSender(s *session.Session, op verbsio.Opcode, postList int) *sender {
@@ -712,6 +713,10 @@ func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendSta
 	if recv != nil {
 		recv.start(rp.iters, rp.ph)
 	}
+	str := x.streamFor(rp, recv)
+	if str != nil {
+		defer str.Release()
+	}
 	w := s.NewWaiter(ctx, "completions of our "+x.op.String()+"s", false)
 	w.Begin()
 	ending := false
@@ -721,6 +726,28 @@ func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendSta
 			return st, err
 		}
 		progressed := false
+		if str != nil {
+			// The same loop as below, in the device's call (see streamFor).
+			p := x.qps[0]
+			ss := &x.ss
+			ss.Posted, ss.Completed, ss.LastSig = p.scnt, p.ccnt, p.lastSig
+			err := str.Stream(ss)
+			dp, dc := ss.Posted-p.scnt, ss.Completed-p.ccnt
+			if totS == 0 && dp > 0 && !rp.stamps {
+				st.first = ss.First
+			}
+			p.scnt, p.ccnt, p.lastSig = ss.Posted, ss.Completed, ss.LastSig
+			totS += dp
+			totC += dc
+			w.Index = totS + 1
+			if totC >= total && dc > 0 {
+				st.last = ss.Last
+			}
+			if err != nil {
+				return st, fmt.Errorf("post %s #%d on QP %d: %w", x.op, p.scnt+1, p.q.Index, err)
+			}
+			progressed = dp+dc > 0
+		}
 		var now int64
 		if dur {
 			now = clock.Now()
@@ -852,6 +879,53 @@ func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendSta
 		st.posted, st.completed = x.posted, x.compl
 	}
 	return st, nil
+}
+
+// streamFor returns the device's send-stream family (verbsio.SendStream)
+// on the one QP when this run can use it: iterations mode, one QP, one
+// request per post, no data validation, not bidirectional, no stream end
+// to mark (send_bw's SEND_WITH_IMM), and a send path that posts with
+// PostSend (generic or inline). Otherwise, or when the device has none,
+// it returns nil and run posts and polls in its own loop. The family's
+// loop is this one's: the same window, the same signaled requests and
+// IDs, the same stamps.
+func (x *sender) streamFor(rp runParams, recv *receiver) verbsio.SendStream {
+	if rp.ph != nil || len(x.qps) != 1 || rp.postList != 1 || x.v != nil || recv != nil || rp.last ||
+		(x.s.Spec.Path != sendpath.Generic && x.s.Spec.Path != sendpath.Inline) {
+		return nil
+	}
+	p := x.qps[0]
+	f := sendStreamOf(x.s, p.q)
+	if f == nil {
+		return nil
+	}
+	x.ss = verbsio.Stream{
+		WR: p.wrs[0], Tag: uint32(p.q.Index), Target: rp.iters, Depth: rp.txDepth, CQMod: rp.cqMod,
+		Idle: streamIdle, Budget: streamBudget,
+	}
+	x.ss.WR.Opcode, x.ss.WR.Imm = x.op, 0
+	if rp.stamps {
+		x.ss.PostStamps, x.ss.CompStamps = x.posted, x.compl
+	}
+	return f
+}
+
+// streamIdle and streamBudget bound one SendStream call: the loop's own
+// checks (the interrupt, the stall timeout) run between calls.
+const (
+	streamIdle   = 2 * time.Millisecond
+	streamBudget = 200 * time.Millisecond
+)
+
+// sendStreamOf asks the device for the send-stream family bound to q;
+// nil when it has none. Tests replace it.
+var sendStreamOf = func(s *session.Session, q *session.QP) verbsio.SendStream {
+	f, st := s.Dev.QueryInterface(verbsio.InterfaceQuery{Family: verbsio.FamilySendStream, Version: 1, Object: q.QP})
+	if st != verbsio.IntfOK {
+		return nil
+	}
+	t, _ := f.(verbsio.SendStream)
+	return t
 }
 
 // finish ends a duration-mode run: on every QP whose last request was not

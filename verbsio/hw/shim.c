@@ -110,7 +110,10 @@ static void *turn_job_main(void *arg)
 	return NULL;
 }
 
-int rperf_turns_start(struct rperf_turn_job *j)
+/* start_job runs fn(arg) on a new detached thread started on the caller's
+ * CPU, storing the caller's affinity in cpus (cpus_size 0 when it could
+ * not), which the thread takes back once started. */
+static int start_job(void *(*fn)(void *), void *arg, uint64_t *cpus, int *cpus_size)
 {
 	pthread_attr_t attr;
 	pthread_t t;
@@ -126,20 +129,121 @@ int rperf_turns_start(struct rperf_turn_job *j)
 	 * start on the CPU where the peer's spinner runs, and two spinners
 	 * then take turns on one CPU, a tick (4 ms) each, until the load
 	 * balancer parts them. */
-	j->cpus_size = 0;
+	*cpus_size = 0;
 	cpu = sched_getcpu();
 	if (cpu >= 0 && cpu < CPU_SETSIZE &&
-	    pthread_getaffinity_np(pthread_self(), sizeof(cpu_set_t), (cpu_set_t *)j->cpus) == 0) {
+	    pthread_getaffinity_np(pthread_self(), sizeof(cpu_set_t), (cpu_set_t *)cpus) == 0) {
 		cpu_set_t one;
 
 		CPU_ZERO(&one);
 		CPU_SET(cpu, &one);
 		if (pthread_attr_setaffinity_np(&attr, sizeof(one), &one) == 0)
-			j->cpus_size = sizeof(cpu_set_t);
+			*cpus_size = sizeof(cpu_set_t);
 	}
-	ret = pthread_create(&t, &attr, turn_job_main, j);
+	ret = pthread_create(&t, &attr, fn, arg);
 	pthread_attr_destroy(&attr);
 	return ret;
+}
+
+int rperf_turns_start(struct rperf_turn_job *j)
+{
+	return start_job(turn_job_main, j, j->cpus, &j->cpus_size);
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void rperf_stream(struct rperf_stream_job *j)
+{
+	struct ibv_send_wr *wr = j->wr, *bad;
+	int64_t start = mono_ns(), idle = 0, t, k, cnt, c;
+	int n, i, ret;
+
+	j->left_from = j->left_to = 0;
+	j->post_err = 0;
+	while (j->completed < j->target) {
+		int progressed = 0;
+
+		while (j->posted < j->target && j->posted - j->completed < j->depth) {
+			k = j->posted;
+			if ((k + 1) % j->cq_mod == 0 || k == j->target - 1) {
+				wr->send_flags |= IBV_SEND_SIGNALED;
+				wr->wr_id = j->tag << 32 | (uint32_t)(k + 1 - j->last_sig);
+				j->last_sig = k + 1;
+			} else {
+				wr->send_flags &= ~IBV_SEND_SIGNALED;
+			}
+			if (j->post_stamps != NULL)
+				j->post_stamps[k] = mono_ns();
+			else if (k == 0)
+				j->first = mono_ns();
+			bad = NULL;
+			ret = ibv_post_send(j->qp, wr, &bad);
+			if (ret != 0) {
+				j->post_err = post_result(ret, bad, wr, sizeof(*wr));
+				return;
+			}
+			j->posted++;
+			progressed = 1;
+		}
+		n = ibv_poll_cq(j->cq, j->nwc, j->wc);
+		if (n < 0)
+			return; /* the caller's poll reports it */
+		if (n > 0) {
+			progressed = 1;
+			t = mono_ns();
+			for (i = 0; i < n; i++) {
+				struct ibv_wc *wc = &j->wc[i];
+
+				if (wc->status != IBV_WC_SUCCESS || wc->wr_id >> 32 != j->tag) {
+					j->left_from = i;
+					j->left_to = n;
+					return;
+				}
+				cnt = (uint32_t)wc->wr_id;
+				if (j->comp_stamps != NULL)
+					for (c = 0; c < cnt && j->completed + c < j->target; c++)
+						j->comp_stamps[j->completed + c] = t;
+				j->completed += cnt;
+				if (j->completed >= j->target)
+					j->last = t;
+			}
+		}
+		if (j->completed >= j->target)
+			return;
+		t = mono_ns();
+		if (t - start >= j->budget_ns)
+			return;
+		if (progressed)
+			idle = 0;
+		else if (idle == 0)
+			idle = t;
+		else if (t - idle >= j->idle_ns)
+			return;
+	}
+}
+
+static void *stream_job_main(void *arg)
+{
+	struct rperf_stream_job *j = arg;
+	char b = 1;
+
+	if (j->cpus_size > 0)
+		pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), (cpu_set_t *)j->cpus);
+	rperf_stream(j);
+	while (write(j->fd, &b, 1) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
+int rperf_stream_start(struct rperf_stream_job *j)
+{
+	return start_job(stream_job_main, j, j->cpus, &j->cpus_size);
 }
 
 uint64_t rperf_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr)

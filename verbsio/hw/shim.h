@@ -73,6 +73,47 @@ struct rperf_turn_job {
 // affinity. It returns 0, or pthread_create's error (nothing started).
 int rperf_turns_start(struct rperf_turn_job *j);
 
+// rperf_stream_job is a bandwidth sender's post/poll loop on one QP
+// (rperf_stream), run on a thread of its own by rperf_stream_start.
+// Everything it points to is C memory.
+struct rperf_stream_job {
+	struct ibv_qp *qp;
+	struct ibv_send_wr *wr; /* one request; its SIGNALED flag and wr_id are set per message */
+	struct ibv_cq *cq;
+	struct ibv_wc *wc; /* nwc entries */
+	int nwc;
+	uint64_t tag; /* the high half of a signaled request's wr_id */
+	int64_t target, depth, cq_mod;
+	int64_t idle_ns, budget_ns;
+	int64_t posted, completed, last_sig; /* in and out */
+	int64_t *post_stamps, *comp_stamps; /* by message number; NULL: none */
+	int64_t first, last;                /* out */
+	int left_from, left_to;             /* out */
+	uint64_t post_err;                  /* out */
+	int fd;
+	uint64_t cpus[16];
+	int cpus_size;
+};
+
+// rperf_stream posts j->wr until j->target messages are posted, at most
+// j->depth outstanding; message k (from 0) is signaled when (k+1) is a
+// multiple of cq_mod or it is the last, with wr_id tag<<32 | the messages
+// since the previous signaled one. It polls the CQ into wc and counts the
+// messages each completion covers into completed. Post stamps (or first,
+// for message 0, without them) and completion stamps are CLOCK_MONOTONIC
+// ns; last is the stamp of the completion that reached target. It returns
+// when target messages completed, after budget_ns, after idle_ns without
+// progress, on a refused post (post_err as rperf_post_send returns it), a
+// poll error (left to the caller's next poll), or a completion that is not
+// a success of this tag: wc[left_from:left_to] are then left for the
+// caller.
+void rperf_stream(struct rperf_stream_job *j);
+
+// rperf_stream_start runs rperf_stream(j) on a new detached thread started
+// on the caller's CPU (as rperf_turns_start), which then writes one byte
+// to j->fd.
+int rperf_stream_start(struct rperf_stream_job *j);
+
 // rperf_poll_cq polls up to n completions into wc; it returns their number
 // or a negative value on error.
 int rperf_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);

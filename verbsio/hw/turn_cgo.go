@@ -17,10 +17,11 @@ import (
 
 // families are the interface families the provider offers, with their
 // highest versions.
-var families = map[string]int{verbsio.FamilyWriteTurn: 1}
+var families = map[string]int{verbsio.FamilyWriteTurn: 1, verbsio.FamilySendStream: 1}
 
-// QueryInterface implements verbsio.Interfacer. The provider offers one
-// family, verbsio.FamilyWriteTurn, bound to an RC or UC QP of this
+// QueryInterface implements verbsio.Interfacer. The provider offers two
+// families, verbsio.FamilyWriteTurn and verbsio.FamilySendStream (not on
+// a QP that signals every request), bound to an RC or UC QP of this
 // context. It is not listed in DeviceAttr.Interfaces, which names the
 // MLNX_OFED-style families (qp_burst, cq_poll) the provider does not have.
 func (c *hwContext) QueryInterface(q verbsio.InterfaceQuery) (any, verbsio.InterfaceStatus) {
@@ -33,6 +34,12 @@ func (c *hwContext) QueryInterface(q verbsio.InterfaceQuery) (any, verbsio.Inter
 	qp, ok := q.Object.(*hwQP)
 	if !ok || qp.c != c || qp.qp == nil || (qp.typ != verbsio.QPTypeRC && qp.typ != verbsio.QPTypeUC) {
 		return nil, verbsio.IntfInvalObj
+	}
+	if q.Family == verbsio.FamilySendStream {
+		if qp.sigAll {
+			return nil, verbsio.IntfInvalObj
+		}
+		return &hwStream{q: qp}, verbsio.IntfOK
 	}
 	return &hwTurn{q: qp}, verbsio.IntfOK
 }
@@ -57,10 +64,62 @@ type hwTurn struct {
 	// The thread's side: the job and its stamps in memory outside the Go
 	// heap, and the pipe on whose read end the goroutine parks until the
 	// thread is done.
+	th jobThread
+}
+
+// jobThread is what a call that runs a C job on a thread of its own
+// needs: the job's memory outside the Go heap, and the pipe on whose read
+// end the goroutine parks until the thread writes its byte.
+type jobThread struct {
 	mem  []byte
 	r, w *os.File
 	fd   C.int
 	one  [1]byte
+}
+
+// prepare makes the pipe (first call) and a mapping of at least need
+// bytes: system calls, no crossing into C.
+func (t *jobThread) prepare(op string, need int) error {
+	if t.r == nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return verbsio.Errorf(op, errnoOf(err, unix.EMFILE), "a pipe for the job's thread: %v", err)
+		}
+		t.r, t.w = r, w
+		t.fd = C.int(w.Fd())
+	}
+	if len(t.mem) < need {
+		m, err := mmapAnon(need)
+		if err != nil {
+			return err
+		}
+		if t.mem != nil {
+			unix.Munmap(t.mem)
+		}
+		t.mem = m
+	}
+	return nil
+}
+
+// wait parks the goroutine until the thread has written its byte.
+func (t *jobThread) wait(op string) error {
+	if _, err := t.r.Read(t.one[:]); err != nil {
+		return verbsio.Errorf(op, unix.EIO, "wait for the job's thread: %v", err)
+	}
+	return nil
+}
+
+// release closes the pipe and unmaps the memory.
+func (t *jobThread) release() {
+	if t.r != nil {
+		t.r.Close()
+		t.w.Close()
+		t.r, t.w = nil, nil
+	}
+	if t.mem != nil {
+		unix.Munmap(t.mem)
+		t.mem = nil
+	}
 }
 
 var (
@@ -122,37 +181,22 @@ const jobStamps = (int(unsafe.Sizeof(C.struct_rperf_turn_job{})) + 63) &^ 63
 // its stamps and the pipe are made on the first call (system calls, no
 // crossing into C): a call crosses once.
 func (t *hwTurn) onThread(wait *byte, want byte, spins int, markAt *byte, mark byte, ccq *C.struct_ibv_cq, wc *C.struct_ibv_wc, stamps []int64) (int, error) {
-	if t.r == nil {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return 0, verbsio.Errorf("write_turn", errnoOf(err, unix.EMFILE), "a pipe for the turns' thread: %v", err)
-		}
-		t.r, t.w = r, w
-		t.fd = C.int(w.Fd())
+	if err := t.th.prepare("write_turn", jobStamps+8*len(stamps)); err != nil {
+		return 0, err
 	}
-	if need := jobStamps + 8*len(stamps); len(t.mem) < need {
-		m, err := mmapAnon(need)
-		if err != nil {
-			return 0, err
-		}
-		if t.mem != nil {
-			unix.Munmap(t.mem)
-		}
-		t.mem = m
-	}
-	j := (*C.struct_rperf_turn_job)(unsafe.Pointer(&t.mem[0]))
-	out := unsafe.Slice((*int64)(unsafe.Pointer(&t.mem[jobStamps])), len(stamps))
+	j := (*C.struct_rperf_turn_job)(unsafe.Pointer(&t.th.mem[0]))
+	out := unsafe.Slice((*int64)(unsafe.Pointer(&t.th.mem[jobStamps])), len(stamps))
 	*j = C.struct_rperf_turn_job{
 		wait: (*C.uint8_t)(unsafe.Pointer(wait)), want: C.uint8_t(want), spins: C.uint64_t(max(spins, 1)),
 		mark_at: (*C.uint8_t)(unsafe.Pointer(markAt)), mark: C.uint8_t(mark),
 		stamps: (*C.int64_t)(unsafe.Pointer(&out[0])), n: C.int(len(stamps)),
-		qp: t.q.qp, wr: (*C.struct_ibv_send_wr)(t.q.sendMem), cq: ccq, wc: wc, fd: t.fd,
+		qp: t.q.qp, wr: (*C.struct_ibv_send_wr)(t.q.sendMem), cq: ccq, wc: wc, fd: t.th.fd,
 	}
 	if ret := C.rperf_turns_start(j); ret != 0 {
 		return 0, verbsio.Errorf("write_turn", unix.Errno(ret), "start the turns' thread")
 	}
-	if _, err := t.r.Read(t.one[:]); err != nil {
-		return 0, verbsio.Errorf("write_turn", unix.EIO, "wait for the turns' thread: %v", err)
+	if err := t.th.wait("write_turn"); err != nil {
+		return 0, err
 	}
 	n := int(j.ret)
 	copy(stamps[:n], out[:n])
@@ -163,14 +207,6 @@ func (t *hwTurn) onThread(wait *byte, want byte, spins int, markAt *byte, mark b
 // Release implements verbsio.WriteTurn.
 func (t *hwTurn) Release() error {
 	t.released = true
-	if t.r != nil {
-		t.r.Close()
-		t.w.Close()
-		t.r, t.w = nil, nil
-	}
-	if t.mem != nil {
-		unix.Munmap(t.mem)
-		t.mem = nil
-	}
+	t.th.release()
 	return nil
 }
