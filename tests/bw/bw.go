@@ -727,7 +727,9 @@ func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendSta
 		}
 		progressed := false
 		if str != nil {
-			// The same loop as below, in the device's call (see streamFor).
+			// The posts and polls below, in the device's call (see
+			// streamFor); what it leaves on the CQ (an error, a stray
+			// completion) the Poll below takes.
 			p := x.qps[0]
 			ss := &x.ss
 			ss.Posted, ss.Completed, ss.LastSig = p.scnt, p.ccnt, p.lastSig
@@ -761,7 +763,7 @@ func (x *sender) run(ctx context.Context, rp runParams, recv *receiver) (sendSta
 				winBeg = rp.ph.WindowStart()
 			}
 		}
-		if !ending {
+		if !ending && str == nil {
 			for _, p := range x.qps {
 				for p.scnt < target && p.scnt-p.ccnt+pl <= tx {
 					m := min(pl, target-p.scnt)

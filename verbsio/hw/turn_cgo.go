@@ -21,7 +21,7 @@ var families = map[string]int{verbsio.FamilyWriteTurn: 1, verbsio.FamilySendStre
 
 // QueryInterface implements verbsio.Interfacer. The provider offers two
 // families, verbsio.FamilyWriteTurn and verbsio.FamilySendStream (not on
-// a QP that signals every request), bound to an RC or UC QP of this
+// a QP that signals every request or whose send CQ is extended), bound to an RC or UC QP of this
 // context. It is not listed in DeviceAttr.Interfaces, which names the
 // MLNX_OFED-style families (qp_burst, cq_poll) the provider does not have.
 func (c *hwContext) QueryInterface(q verbsio.InterfaceQuery) (any, verbsio.InterfaceStatus) {
@@ -36,8 +36,8 @@ func (c *hwContext) QueryInterface(q verbsio.InterfaceQuery) (any, verbsio.Inter
 		return nil, verbsio.IntfInvalObj
 	}
 	if q.Family == verbsio.FamilySendStream {
-		if qp.sigAll {
-			return nil, verbsio.IntfInvalObj
+		if qp.sigAll || qp.scq == nil || qp.scq.ex != nil {
+			return nil, verbsio.IntfInvalObj // the stream polls with ibv_poll_cq and counts its signaled requests
 		}
 		return &hwStream{q: qp}, verbsio.IntfOK
 	}
