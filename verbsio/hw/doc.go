@@ -45,8 +45,8 @@
 //
 // # A write_lat turn in one crossing
 //
-// The provider offers one interface family, verbsio.FamilyWriteTurn
-// (QueryInterface on an RC or UC QP). Its Turns packs the request in Go and
+// The provider offers two interface families (QueryInterface on an RC
+// or UC QP): verbsio.FamilyWriteTurn, below, and verbsio.FamilySendStream. Its Turns packs the request in Go and
 // then, in one C call (rperf_turns in shim.c), spins on the byte the peer's
 // RDMA WRITE lands in, reads CLOCK_MONOTONIC, stores this side's marker,
 // posts and polls the send CQ as PostSend does. A write_lat iteration
@@ -66,6 +66,17 @@
 // thread, as perftest's (docs/interop.md, interop-bench). The job and
 // its stamps are in mmap'd memory, outside the Go heap, since a thread
 // that is not the caller's reads and writes them.
+//
+// # A bandwidth sender's loop in one call
+//
+// verbsio.FamilySendStream runs the bw sender's loop (rperf_stream:
+// post up to the window, signal every cq_mod-th message, poll the send
+// CQ, count and stamp) on a thread of its own the same way. On rxe each
+// post of a large message is a system call that does the message's work,
+// a long cgo call; made from the goroutine's thread, a 2,000-message
+// write_bw cost thousands of voluntary context switches and 0.67-0.69x
+// perftest's bandwidth, against about 1.0x through the family
+// (docs/interop.md). tests/bw uses it for one QP in iterations mode.
 //
 // # Queries and the inline probe
 //

@@ -199,3 +199,34 @@ func TestFakeSendStreamErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestQuerySendStream(t *testing.T) {
+	f := newFake(t)
+	q, _ := fakeTurn(t, f)
+	c := q.c
+	sigAll := *q
+	sigAll.sigAll = true
+	noCQ := *q
+	noCQ.scq = nil
+	ud := *q
+	ud.typ = verbsio.QPTypeUD
+	tests := []struct {
+		name string
+		qp   *hwQP
+		want verbsio.InterfaceStatus
+	}{
+		{"bound", q, verbsio.IntfOK},
+		{"every request signaled", &sigAll, verbsio.IntfInvalObj},
+		{"no send CQ", &noCQ, verbsio.IntfInvalObj},
+		{"UD QP", &ud, verbsio.IntfInvalObj},
+	}
+	for _, tt := range tests {
+		got, st := c.QueryInterface(verbsio.InterfaceQuery{Family: verbsio.FamilySendStream, Version: 1, Object: tt.qp})
+		if _, ok := got.(*hwStream); st != tt.want || ok != (st == verbsio.IntfOK) {
+			t.Errorf("%s: %T, %s; want %s", tt.name, got, st, tt.want)
+		}
+	}
+	if _, st := c.QueryInterface(verbsio.InterfaceQuery{Family: verbsio.FamilySendStream, Version: 2}); st != verbsio.IntfVersionNotSupported {
+		t.Errorf("version 2: %s", st)
+	}
+}
