@@ -922,12 +922,7 @@ const (
 // sendStreamOf asks the device for the send-stream family bound to q;
 // nil when it has none. Tests replace it.
 var sendStreamOf = func(s *session.Session, q *session.QP) verbsio.SendStream {
-	f, st := s.Dev.QueryInterface(verbsio.InterfaceQuery{Family: verbsio.FamilySendStream, Version: 1, Object: q.QP})
-	if st != verbsio.IntfOK {
-		return nil
-	}
-	t, _ := f.(verbsio.SendStream)
-	return t
+	return session.QPFamily[verbsio.SendStream](s, verbsio.FamilySendStream, q)
 }
 
 // finish ends a duration-mode run: on every QP whose last request was not

@@ -533,12 +533,7 @@ func (r *runner) writeTurn(q *session.QP) verbsio.WriteTurn {
 // writeTurnOf asks the device for the write-turn family bound to q; nil
 // when it has none. Tests replace it to run the loop on the engine.
 var writeTurnOf = func(s *session.Session, q *session.QP) verbsio.WriteTurn {
-	f, st := s.Dev.QueryInterface(verbsio.InterfaceQuery{Family: verbsio.FamilyWriteTurn, Version: 1, Object: q.QP})
-	if st != verbsio.IntfOK {
-		return nil
-	}
-	t, _ := f.(verbsio.WriteTurn)
-	return t
+	return session.QPFamily[verbsio.WriteTurn](s, verbsio.FamilyWriteTurn, q)
 }
 
 // turnBatch bounds the turns of one WriteTurn.Turns call: the loop's own

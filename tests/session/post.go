@@ -449,3 +449,18 @@ func (f *idFIFO) pop() (uint64, bool) {
 	f.size--
 	return id, true
 }
+
+// QPFamily asks s's device for family (version 1) bound to q and returns
+// it as a T; the zero T when the device has none for q.
+func QPFamily[T any](s *Session, family string, q *QP) T {
+	var zero T
+	f, st := s.Dev.QueryInterface(verbsio.InterfaceQuery{Family: family, Version: 1, Object: q.QP})
+	if st != verbsio.IntfOK {
+		return zero
+	}
+	t, ok := f.(T)
+	if !ok {
+		return zero
+	}
+	return t
+}
